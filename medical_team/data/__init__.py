@@ -1,0 +1,1 @@
+"""MEDEC loading and cleaning, game seeds, splits, and the verl / OpenRLHF file formats."""

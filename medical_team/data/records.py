@@ -1,0 +1,57 @@
+"""Typed records that flow from the MEDEC loader through seeds into the game."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from medical_team.vocab import Category, Label
+
+
+@dataclass(frozen=True)
+class MedecNote:
+    """One cleaned MEDEC note (a row of a MEDEC-MS CSV)."""
+
+    text_id: str
+    text: str
+    sentences: tuple[str, ...]  # sentence k of the note at index k
+    error_flag: bool
+    error_type: str | None  # None for clean notes, and for files without the column
+    error_sentence_id: int  # -1 for clean notes
+    error_sentence: str | None
+    corrected_sentence: str | None
+    corrected_text: str | None
+    source_file: str  # file name the note came from
+    source_row: int  # 1-based data row in that file (header excluded)
+
+
+@dataclass(frozen=True)
+class GameSeed:
+    """One game of GAME.md: a seed note with its label, category and everything known of its error."""
+
+    note_id: str  # MEDEC Text ID of the note the seed came from
+    pair_id: str  # shared by the harmful and benign seed of one error note
+    category: Category
+    label: Label  # truth of the seed text itself
+    text: str  # the seed note the attacker (or, in vanilla games, the assessor) sees
+    error_type: str | None
+    error_sentence_id: int
+    error_sentence: str | None
+    corrected_sentence: str | None
+    source_file: str
+
+    def metadata(self) -> dict[str, Any]:
+        """The seed's fields as plain JSON-able values (enums as their string values)."""
+        out = asdict(self)
+        out["category"] = self.category.value
+        out["label"] = self.label.value
+        return out
+
+    @classmethod
+    def from_metadata(cls, meta: dict[str, Any]) -> "GameSeed":
+        """Rebuild a seed from `metadata()` output (extra keys are ignored)."""
+        fields = {name: meta[name] for name in cls.__dataclass_fields__}
+        fields["category"] = Category(fields["category"])
+        fields["label"] = Label(fields["label"])
+        fields["error_sentence_id"] = int(fields["error_sentence_id"])
+        return cls(**fields)

@@ -1,0 +1,99 @@
+"""Chat prompts for the attacker and the assessor, in the chain-of-thought format of GAME.md.
+
+The messages carry no thinking prefix: `with_thinking_prefix` is applied to the text that the
+chat template renders, so the model starts inside an open `<think>` block.
+"""
+
+from __future__ import annotations
+
+from medical_team.data.records import GameSeed
+from medical_team.vocab import ERROR_TYPES, BenignAttackMode, Category
+
+THINKING_PREFIX = "Let's think step by step.\n<think> "
+
+Message = dict[str, str]
+
+_FORMAT_RULES = (
+    "Think first, then answer. Your reply must have exactly this shape:\n"
+    "<your reasoning> </think> <answer> <your final answer> </answer>\n"
+    "Close the thinking block once with </think>, give exactly one <answer>...</answer> block, "
+    "and write nothing after </answer>."
+)
+
+_ERROR_TYPES_TEXT = ", ".join(ERROR_TYPES)
+
+_ATTACKER_SYSTEM = (
+    "You are the Attacker in a medical error-detection game. You rewrite clinical notes so that "
+    "another model, the Assessor, finds it hard to tell correctly whether the note contains a "
+    f"medical error. Medical error types: {_ERROR_TYPES_TEXT}. Keep the same patient and case. "
+    + _FORMAT_RULES
+    + " Inside <answer> put only the full rewritten note."
+)
+
+_ASSESSOR_SYSTEM = (
+    "You are the Assessor: a careful physician who reviews clinical notes for medical errors "
+    f"(types: {_ERROR_TYPES_TEXT}). A note contains at most one error. "
+    + _FORMAT_RULES
+    + " Inside <answer> write one field per line:\n"
+    "verdict: ERROR or verdict: NO_ERROR\n"
+    "and, when the verdict is ERROR, also:\n"
+    "sentence: <the erroneous sentence, quoted exactly>\n"
+    f"error_type: <one of {_ERROR_TYPES_TEXT}>\n"
+    "correction: <the corrected sentence>"
+)
+
+_HARMFUL_TASK = (
+    "This note contains exactly one medical error ({error_type}).\n"
+    'The erroneous sentence is: "{error_sentence}"\n'
+    'The correct statement would be: "{corrected_sentence}"\n'
+    "Rewrite the note so that the SAME error stays in it but is harder to detect: subtler wording, "
+    "plausible supporting context. Do not fix the error and do not add any other error."
+)
+
+_INJECT_TASK = (
+    "This note is medically correct. Rewrite it so that it contains exactly ONE clinically "
+    "significant medical error that is hard to detect (one of: {error_types}). Everything else "
+    "must stay correct and consistent with the same patient and case."
+)
+
+_DECOY_TASK = (
+    "This note is medically correct. Rewrite it so that it looks suspicious to a reviewer "
+    "(unusual but valid findings, hedged wording, surprising yet correct management) while "
+    "staying completely medically correct. Do not introduce any error."
+)
+
+
+def attacker_messages(seed: GameSeed, benign_mode: BenignAttackMode = BenignAttackMode.INJECT) -> list[Message]:
+    """The attacker's first-turn chat messages for an adversarial seed."""
+    if seed.category is Category.ADVERSARIAL_HARMFUL:
+        task = _HARMFUL_TASK.format(
+            error_type=seed.error_type or "unknown type",
+            error_sentence=seed.error_sentence or "",
+            corrected_sentence=seed.corrected_sentence or "",
+        )
+    elif seed.category is Category.ADVERSARIAL_BENIGN:
+        task = _INJECT_TASK.format(error_types=_ERROR_TYPES_TEXT) if benign_mode is BenignAttackMode.INJECT else _DECOY_TASK
+    else:
+        raise ValueError(f"seed {seed.note_id} is {seed.category.value}: vanilla games have no attacker turn")
+    return [
+        {"role": "system", "content": _ATTACKER_SYSTEM},
+        {"role": "user", "content": f"{task}\n\nClinical note:\n{seed.text}"},
+    ]
+
+
+def assessor_messages(note: str) -> list[Message]:
+    """The assessor's chat messages for the note it must judge."""
+    return [
+        {"role": "system", "content": _ASSESSOR_SYSTEM},
+        {"role": "user", "content": f"Does this clinical note contain a medical error?\n\nClinical note:\n{note}"},
+    ]
+
+
+def first_turn_messages(seed: GameSeed, benign_mode: BenignAttackMode = BenignAttackMode.INJECT) -> list[Message]:
+    """The messages of a game's first turn: the attacker's in adversarial games, the assessor's in vanilla ones."""
+    return attacker_messages(seed, benign_mode) if seed.category.adversarial else assessor_messages(seed.text)
+
+
+def with_thinking_prefix(rendered_prompt: str) -> str:
+    """Append the thinking prefix to a prompt already rendered by the chat template."""
+    return rendered_prompt + THINKING_PREFIX
