@@ -1,0 +1,111 @@
+"""Checkpoint integrity: mark complete checkpoints, keep verl's tracker file atomic, skip torn checkpoints.
+
+verl writes `latest_checkpointed_iteration.txt` with a plain `open("w")` after a save finishes, so a
+kill at the wrong moment can leave it empty, and a kill during a save leaves a `global_step_N`
+folder without the files a resume needs. `repair_tracker` runs before the trainer starts and points
+the tracker at the newest complete checkpoint; `CompleteCheckpointCallback` marks each finished save.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+TRACKER_NAME = "latest_checkpointed_iteration.txt"  # verl's name; its resume logic reads it
+COMPLETE_MARKER = "medplay_complete.json"  # written into global_step_N after verl's save returned
+DATALOADER_STATE = "data.pt"  # verl writes it last-but-one, after the actor shards
+
+_STEP_DIR = re.compile(r"^global_step_(\d+)$")
+log = logging.getLogger(__name__)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace `path` with `text` so readers see the old or the new content, never a partial file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
+        tmp.write(text)
+        tmp.flush()
+        os.fsync(tmp.fileno())
+    os.replace(tmp.name, path)
+
+
+def step_dirs(root: Path) -> dict[int, Path]:
+    """The `global_step_N` folders under a checkpoint root, by step."""
+    if not root.is_dir():
+        return {}
+    found = {}
+    for child in root.iterdir():
+        match = _STEP_DIR.match(child.name)
+        if match and child.is_dir():
+            found[int(match.group(1))] = child
+    return found
+
+
+def mark_complete(step_dir: Path, step: int) -> None:
+    """Record that the checkpoint in `step_dir` was fully written."""
+    write_atomically(step_dir / COMPLETE_MARKER, json.dumps({"global_step": step}))
+
+
+def read_tracker(root: Path) -> int | None:
+    """The step the tracker names, or None when it is missing, empty or unreadable."""
+    try:
+        return int((root / TRACKER_NAME).read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def is_complete(step_dir: Path, *, named_by_tracker: bool) -> bool:
+    """A checkpoint is complete when marked, or when verl's tracker names it and its last file exists.
+
+    verl writes the tracker only after every save call returned, so a tracked folder with its
+    dataloader state is complete even if the process died before the marker was written.
+    """
+    if (step_dir / COMPLETE_MARKER).is_file():
+        return True
+    return named_by_tracker and (step_dir / DATALOADER_STATE).is_file() and (step_dir / "actor").is_dir()
+
+
+@dataclass
+class TrackerRepair:
+    """What `repair_tracker` found and did."""
+
+    resume_step: int | None  # the step the trainer will resume from (None: from scratch)
+    tracker_was: int | None
+    torn_steps: list[int] = field(default_factory=list)  # incomplete checkpoints that were skipped
+    rewritten: bool = False
+
+    def messages(self) -> list[str]:
+        """Human-readable warnings about what was skipped or changed."""
+        lines = [f"checkpoint global_step_{s} is incomplete (torn by a crash?); skipping it" for s in self.torn_steps]
+        if self.rewritten:
+            target = f"global_step_{self.resume_step}" if self.resume_step is not None else "nothing (from scratch)"
+            lines.append(f"tracker {TRACKER_NAME} said {self.tracker_was}; now points to {target}")
+        return lines
+
+
+def repair_tracker(root: Path) -> TrackerRepair:
+    """Point verl's tracker at the newest complete checkpoint under `root`, skipping torn ones."""
+    tracked = read_tracker(root)
+    dirs = step_dirs(root)
+    complete = [s for s, d in dirs.items() if is_complete(d, named_by_tracker=(s == tracked))]
+    resume = max(complete, default=None)
+    report = TrackerRepair(
+        resume_step=resume,
+        tracker_was=tracked,
+        torn_steps=sorted(s for s in dirs if s not in complete and (resume is None or s > resume)),
+    )
+    if resume != tracked:
+        tracker = root / TRACKER_NAME
+        if resume is None:
+            tracker.unlink(missing_ok=True)
+        else:
+            write_atomically(tracker, str(resume))
+        report.rewritten = tracked is not None or resume is not None
+    for line in report.messages():
+        log.warning(line)
+    return report

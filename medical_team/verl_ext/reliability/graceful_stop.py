@@ -1,0 +1,73 @@
+"""Graceful stop: SIGTERM (what `docker stop` sends) makes the trainer save a checkpoint and finish.
+
+The trainer runs inside a Ray actor, so the launching process cannot interrupt it directly: its
+SIGTERM handler drops a stop-request file into the checkpoint folder, and the trainer checks for
+that file at the end of every step (`honour_stop_request`). If the trainer has not finished within
+the grace period, the launcher exits with status 143 (killed by SIGTERM) as the shell convention says.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+STOP_FILE = "medplay_stop_requested"
+EXIT_AFTER_GRACE = 143  # 128 + SIGTERM
+log = logging.getLogger(__name__)
+
+
+def request_stop(checkpoint_root: Path, reason: str) -> None:
+    """Ask the trainer writing to `checkpoint_root` to save and stop after its current step."""
+    checkpoint_root.mkdir(parents=True, exist_ok=True)
+    (checkpoint_root / STOP_FILE).write_text(f"{reason} at {time.time():.0f}\n")
+
+
+def stop_requested(checkpoint_root: Path) -> bool:
+    """Whether a stop was requested for this checkpoint folder."""
+    return (checkpoint_root / STOP_FILE).exists()
+
+
+def clear_stop_request(checkpoint_root: Path) -> None:
+    """Forget an old stop request (a new run starts)."""
+    (checkpoint_root / STOP_FILE).unlink(missing_ok=True)
+
+
+def install_sigterm_handler(checkpoint_root: Path, grace_period_s: float) -> None:
+    """On SIGTERM or SIGINT: request a stop, and exit 143 if training has not ended after the grace period."""
+
+    def handle(signum: int, _frame: Any) -> None:
+        name = signal.Signals(signum).name
+        print(f"medplay: {name} received: saving a checkpoint and stopping (grace period {grace_period_s:.0f} s)",
+              flush=True)
+        request_stop(checkpoint_root, name)
+        timer = threading.Timer(grace_period_s, _exit_after_grace, args=(grace_period_s,))
+        timer.daemon = True
+        timer.start()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, handle)
+
+
+def _exit_after_grace(grace_period_s: float) -> None:
+    print(f"medplay: training did not stop within {grace_period_s:.0f} s of the stop request; exiting", flush=True)
+    os._exit(EXIT_AFTER_GRACE)
+
+
+def honour_stop_request(trainer: Any, checkpoint_root: Path, saved_this_step: bool) -> bool:
+    """Called by the trainer after each step: on a stop request, save (unless just saved) and end the loop.
+
+    Ending the loop by lowering `total_training_steps` lets verl's own `fit` finish normally
+    (loggers closed, `on_train_end` run) instead of unwinding through an exception.
+    """
+    if not stop_requested(checkpoint_root):
+        return False
+    if not saved_this_step:
+        trainer._save_checkpoint()
+    log.warning("stop requested: checkpoint global_step_%s saved, ending training", trainer.global_steps)
+    trainer.total_training_steps = trainer.global_steps
+    return True
