@@ -1,0 +1,100 @@
+"""Reward tables of GAME.md: `general_sum` (default) and `zero_sum`, per role and per term."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+
+from medical_team.vocab import Label
+
+CORRECTNESS = 1.0  # assessor: verdict right / wrong
+FAITHFULNESS = 0.5  # attacker (general_sum): faithful and realises the intended label / not
+OUTCOME = 1.0  # attacker: assessor wrong / right
+FORMAT = 1.0  # both roles: compliant / violation
+
+
+class RewardScheme(str, Enum):
+    """How the attacker's reward relates to the assessor's."""
+
+    GENERAL_SUM = "general_sum"
+    ZERO_SUM = "zero_sum"
+
+
+@dataclass(frozen=True)
+class RewardConfig:
+    """Reward settings: scheme, localisation bonus b, and whether tied games are dropped."""
+
+    scheme: RewardScheme = RewardScheme.GENERAL_SUM
+    localisation_bonus: float = 0.0
+    remove_ties: bool = True
+
+    def __post_init__(self) -> None:
+        """Coerce the scheme from its string name and reject a negative or non-finite bonus."""
+        try:
+            object.__setattr__(self, "scheme", RewardScheme(self.scheme))
+        except ValueError:
+            names = ", ".join(s.value for s in RewardScheme)
+            raise ValueError(f"reward scheme {self.scheme!r} is unknown; use one of: {names}") from None
+        if not math.isfinite(self.localisation_bonus) or self.localisation_bonus < 0:
+            raise ValueError(f"localisation_bonus must be a finite number >= 0, got {self.localisation_bonus!r}")
+
+
+@dataclass(frozen=True)
+class ScoreInputs:
+    """Everything the reward tables look at for one game."""
+
+    adversarial: bool
+    truth: Label | None  # None when the game is a tie
+    intended: Label  # the label the attacker was asked to realise (the seed label in vanilla games)
+    verdict: Label | None  # the assessor's verdict; None when missing or unreadable (counts as wrong)
+    faithful: bool | None  # the judge's faithfulness; None in vanilla games and ties
+    assessor_format_ok: bool
+    attacker_format_ok: bool  # ignored in vanilla games
+    sentence_match: bool = False  # the assessor's quoted sentence is the known error sentence
+
+
+@dataclass(frozen=True)
+class GameRewards:
+    """Per-role reward terms of one game; `attacker_terms` is None when the attacker did not play."""
+
+    assessor_terms: dict[str, float]
+    attacker_terms: dict[str, float] | None
+
+    @property
+    def assessor(self) -> float:
+        """The assessor's total reward."""
+        return sum(self.assessor_terms.values())
+
+    @property
+    def attacker(self) -> float | None:
+        """The attacker's total reward, or None in vanilla games."""
+        return None if self.attacker_terms is None else sum(self.attacker_terms.values())
+
+
+def _sign(condition: bool, value: float) -> float:
+    """+value when the condition holds, else -value."""
+    return value if condition else -value
+
+
+def score_game(inputs: ScoreInputs, config: RewardConfig) -> GameRewards:
+    """Both roles' reward terms for one game.
+
+    In a tie the truth is unknown, so only the format terms are scored (they matter only when
+    ties are kept, `remove_ties=False`).
+    """
+    assessor = {"format": _sign(inputs.assessor_format_ok, FORMAT)}
+    attacker = {"format": _sign(inputs.attacker_format_ok, FORMAT)} if inputs.adversarial else None
+    if inputs.truth is None:
+        return GameRewards(assessor, attacker)
+
+    right = inputs.verdict is not None and inputs.verdict is inputs.truth
+    assessor["correctness"] = _sign(right, CORRECTNESS)
+    both_error = inputs.truth is Label.ERROR and inputs.verdict is Label.ERROR
+    assessor["localisation"] = config.localisation_bonus if both_error and inputs.sentence_match else 0.0
+    if attacker is not None:
+        attacker["outcome"] = -assessor["correctness"] * (OUTCOME / CORRECTNESS)
+        if config.scheme is RewardScheme.GENERAL_SUM:
+            realised = bool(inputs.faithful) and inputs.truth is inputs.intended
+            attacker["faithfulness"] = _sign(realised, FAITHFULNESS)
+    return GameRewards(assessor, attacker)
