@@ -1,0 +1,1 @@
+"""MEDEC benchmark scoring (MEDIQA-CORR 2024 definitions), evaluation reports and training-report plots."""

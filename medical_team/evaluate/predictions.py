@@ -1,0 +1,83 @@
+"""One assessor prediction per benchmark note, read from the model's raw response."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from medical_team.evaluate.gold import GoldNote
+from medical_team.evaluate.sentence_ids import sentence_id_of
+from medical_team.game.answers import parse_assessor_answer
+from medical_team.game.cot import parse_response
+from medical_team.vocab import Label
+
+# Format-violation name for an answer without one readable verdict (GAME.md counts it as a violation).
+UNREADABLE_VERDICT = "unreadable_verdict"
+
+
+@dataclass(frozen=True)
+class NotePrediction:
+    """What the assessor said about one note, in MEDIQA-CORR terms.
+
+    `flag` is 1 (error), 0 (no error) or None (no readable verdict: scored as wrong).
+    `sentence_id` is -1 when flag is 0, the matched sentence id when flag is 1, and None when
+    flag is 1 but the quoted sentence matches no sentence of the note (scored as wrong).
+    """
+
+    text_id: str
+    flag: int | None
+    sentence_id: int | None
+    correction: str | None
+    error_type: str | None = None
+    quoted_sentence: str | None = None
+    format_violations: tuple[str, ...] = ()
+
+    @property
+    def format_violation(self) -> bool:
+        """True when the response broke the chain-of-thought format or gave no readable verdict."""
+        return bool(self.format_violations)
+
+    def as_json(self) -> dict[str, Any]:
+        """The prediction as a JSON-able dict (violations as a list)."""
+        out = asdict(self)
+        out["format_violations"] = list(self.format_violations)
+        out["format_violation"] = self.format_violation
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "NotePrediction":
+        """Rebuild a prediction from `as_json` output."""
+        return cls(
+            text_id=data["text_id"],
+            flag=data["flag"],
+            sentence_id=data["sentence_id"],
+            correction=data["correction"],
+            error_type=data.get("error_type"),
+            quoted_sentence=data.get("quoted_sentence"),
+            format_violations=tuple(data.get("format_violations", ())),
+        )
+
+
+def predict_from_response(response: str, gold: GoldNote) -> NotePrediction:
+    """Parse an assessor response (text after the thinking prefix) into a prediction for `gold`'s note."""
+    parsed = parse_response(response)
+    answer = parse_assessor_answer(parsed.answer)
+    violations = [rule.value for rule in parsed.violations]
+    if answer.verdict is None:
+        violations.append(UNREADABLE_VERDICT)
+    if answer.verdict is Label.ERROR:
+        flag, sentence_id = 1, sentence_id_of(answer.sentence, gold.sentences)
+        correction, error_type = answer.correction, answer.error_type
+    else:
+        flag = 0 if answer.verdict is Label.NO_ERROR else None
+        sentence_id = -1 if flag == 0 else None
+        correction = error_type = None
+    return NotePrediction(
+        text_id=gold.text_id,
+        flag=flag,
+        sentence_id=sentence_id,
+        correction=correction,
+        error_type=error_type,
+        quoted_sentence=answer.sentence if flag == 1 else None,
+        format_violations=tuple(violations),
+    )
