@@ -39,7 +39,7 @@ class GoldNote:
         return len(self.sentences) - 1
 
     @classmethod
-    def from_note(cls, note: MedecNote) -> "GoldNote":
+    def from_note(cls, note: MedecNote) -> GoldNote:
         """The ground truth of a loaded MEDEC note."""
         return cls(
             text_id=note.text_id,
@@ -52,7 +52,7 @@ class GoldNote:
         )
 
     @classmethod
-    def from_extra_info(cls, info: Mapping[str, Any], *, file: str | None = None, row: int | None = None) -> "GoldNote":
+    def from_extra_info(cls, info: Mapping[str, Any], *, file: str | None = None, row: int | None = None) -> GoldNote:
         """The ground truth stored in a benchmark row's `extra_info`; `UserInputError` if a key is missing."""
         for key in GOLD_KEYS:
             if key not in info:

@@ -45,7 +45,7 @@ class NotePrediction:
         return out
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "NotePrediction":
+    def from_json(cls, data: dict[str, Any]) -> NotePrediction:
         """Rebuild a prediction from `as_json` output."""
         return cls(
             text_id=data["text_id"],

@@ -97,7 +97,10 @@ def test_position_statistics():
 
 
 def test_unresolved_quotes_are_counted_in_position_stats():
-    predictions = [NotePrediction("e1", 1, None, "x", quoted_sentence="not in the note"), NotePrediction("e2", 1, 2, "x")]
+    predictions = [
+        NotePrediction("e1", 1, None, "x", quoted_sentence="not in the note"),
+        NotePrediction("e2", 1, 2, "x"),
+    ]
     positions = score_predictions(GOLDS, predictions)["positions"]
     assert positions["predicted"]["count"] == 1
     assert positions["predicted"]["unresolved_sentences"] == 1
