@@ -42,7 +42,7 @@ def _field_name(raw_key: str) -> str:
 
 def _unquote(value: str) -> str:
     """A value without surrounding whitespace and quote/emphasis characters."""
-    return value.strip().strip(_QUOTES).strip()
+    return value.strip(_QUOTES + " \t\r\n")
 
 
 def _verdict(values: list[str]) -> Label | None:

@@ -178,9 +178,10 @@ def _known_error_sentence(seed: GameSeed, note: str, verdict: JudgeVerdict | Non
         return None
     if verdict is not None and verdict.error_sentence:
         return verdict.error_sentence
-    if seed.error_sentence and (
-        not seed.category.adversarial or " ".join(seed.error_sentence.split()) in " ".join(note.split())
-    ):
+    if seed.label is not Label.ERROR or not seed.error_sentence:
+        return None
+    # a rewrite may have reworded the error sentence: the seed's is known only while it is still there
+    if not seed.category.adversarial or " ".join(seed.error_sentence.split()) in " ".join(note.split()):
         return seed.error_sentence
     return None
 
