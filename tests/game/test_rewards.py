@@ -24,17 +24,18 @@ VERDICT_TEXT = {
 
 
 def seed_of(category: Category) -> GameSeed:
-    """A seed of this category."""
+    """A seed of this category (benign seeds know no error, as the seed builder makes them)."""
+    harmful = category.seed_label is Label.ERROR
     return GameSeed(
         note_id="ms-val-1",
         pair_id="ms-val-1",
         category=category,
         label=category.seed_label,
         text=NOTE,
-        error_type="pharmacotherapy",
-        error_sentence_id=1,
-        error_sentence=ERROR_SENTENCE,
-        corrected_sentence="He was given 5 mg of warfarin daily.",
+        error_type="pharmacotherapy" if harmful else None,
+        error_sentence_id=1 if harmful else -1,
+        error_sentence=ERROR_SENTENCE if harmful else None,
+        corrected_sentence="He was given 5 mg of warfarin daily." if harmful else None,
         source_file="val.csv",
     )
 
@@ -82,7 +83,9 @@ def test_general_sum_matches_the_table_for_every_combination(bonus: float) -> No
         config = GameConfig(RewardConfig(localisation_bonus=bonus), benign_mode=mode)
         seed = seed_of(category)
         attacker = response(NOTE, fmt_attacker) if category.adversarial else None
-        judged = JudgeVerdict(truth is Label.ERROR, faithful, reason="test") if category.adversarial else None
+        # the judge names the error sentence it found (an injected error is known only this way)
+        found = ERROR_SENTENCE if truth is Label.ERROR else None
+        judged = JudgeVerdict(truth is Label.ERROR, faithful, found, reason="test") if category.adversarial else None
         outcome = settle(seed, attacker, response(VERDICT_TEXT[verdict], fmt_assessor), judged, config)
         expected = table_general_sum(
             truth,
