@@ -1,0 +1,89 @@
+"""`HttpJudge`: a `Judge` that asks the judge server (`POST /v1/judge`) with timeouts, retries and backoff.
+
+A batch that still fails after its last retry becomes ties (counted); too many failed batches in a row
+raise `JudgeUnavailableError` so that training stops instead of learning from ties.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import httpx
+from pydantic import ValidationError
+
+from medical_team.game.judging import JudgeRequest, JudgeVerdict
+from medical_team.judge.outage import ConsecutiveFailures
+from medical_team.judge.retry import RetryPolicy, describe_http_error
+from medical_team.judge.schemas import GameIn, JudgeBatchIn, JudgeBatchOut
+from medical_team.judge.stats import JudgeCounters
+
+
+class HttpJudge:
+    """Client of a medplay judge server at `base_url` (e.g. http://127.0.0.1:8100)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout_s: float = 300.0,
+        batch_size: int = 64,
+        retry: RetryPolicy | None = None,
+        max_consecutive_failures: int | None = 5,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.base_url = base_url.rstrip("/")
+        self.batch_size = batch_size
+        self.retry = retry or RetryPolicy()
+        self.stats = JudgeCounters()
+        self.failures = ConsecutiveFailures(self.base_url, max_consecutive_failures)
+        self._client = httpx.Client(base_url=self.base_url, timeout=timeout_s)
+
+    def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
+        """One verdict per request, in order; raises only `JudgeUnavailableError` after too many failed batches."""
+        verdicts: list[JudgeVerdict] = []
+        for offset in range(0, len(requests), self.batch_size):
+            verdicts.extend(self._judge_batch(requests[offset : offset + self.batch_size]))
+        return verdicts
+
+    def _judge_batch(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
+        start = time.perf_counter()
+        body = JudgeBatchIn(games=[GameIn.from_request(request) for request in requests]).model_dump(mode="json")
+        try:
+            verdicts = self._post_with_retries(body, len(requests))
+        except Exception as error:  # noqa: BLE001 - any failure of the batch becomes ties, then maybe a stop
+            reason = f"judge server {self.base_url} unavailable after {self.retry.attempts} tries: "
+            reason += describe_http_error(error)
+            ties = [JudgeVerdict.as_tie(reason) for _ in requests]
+            self.stats.record(ties, time.perf_counter() - start)
+            self.stats.record_failed_batch()
+            self.failures.failure(reason)
+            return ties
+        self.failures.success()
+        self.stats.record(verdicts, time.perf_counter() - start)
+        return verdicts
+
+    def _post_with_retries(self, body: dict, expected: int) -> list[JudgeVerdict]:
+        for attempt in self.retry.retrying():
+            with attempt:
+                response = self._client.post("/v1/judge", json=body)
+                response.raise_for_status()
+        try:
+            verdicts = [v.to_verdict() for v in JudgeBatchOut.model_validate_json(response.content).verdicts]
+        except ValidationError as error:
+            raise ValueError(f"server answer is not a verdict batch: {error.error_count()} problems") from None
+        if len(verdicts) != expected:
+            raise ValueError(f"server answered {len(verdicts)} verdicts for {expected} games")
+        return verdicts
+
+    def ready(self) -> bool:
+        """True when the server answers GET /ready with 200."""
+        try:
+            return self._client.get("/ready", timeout=5.0).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def close(self) -> None:
+        """Close the HTTP connection pool."""
+        self._client.close()
