@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass
 from typing import Any
 
 from medical_team.vocab import Category, Label
@@ -39,19 +39,27 @@ class GameSeed:
     error_sentence: str | None
     corrected_sentence: str | None
     source_file: str
+    sentences: tuple[str, ...] = ()  # the seed text's sentences (sentence k at index k), for localisation
 
     def metadata(self) -> dict[str, Any]:
         """The seed's fields as plain JSON-able values (enums as their string values)."""
         out = asdict(self)
         out["category"] = self.category.value
         out["label"] = self.label.value
+        out["sentences"] = list(self.sentences)
         return out
 
     @classmethod
-    def from_metadata(cls, meta: dict[str, Any]) -> "GameSeed":
-        """Rebuild a seed from `metadata()` output (extra keys are ignored)."""
-        fields = {name: meta[name] for name in cls.__dataclass_fields__}
+    def from_metadata(cls, meta: dict[str, Any]) -> GameSeed:
+        """Rebuild a seed from `metadata()` output (extra keys are ignored; fields with defaults may be absent)."""
+        fields = {
+            name: meta[name]
+            for name, spec in cls.__dataclass_fields__.items()
+            if name in meta or spec.default is MISSING
+        }
         fields["category"] = Category(fields["category"])
         fields["label"] = Label(fields["label"])
         fields["error_sentence_id"] = int(fields["error_sentence_id"])
+        if "sentences" in fields:
+            fields["sentences"] = tuple(fields["sentences"])
         return cls(**fields)
