@@ -1,0 +1,156 @@
+"""verl agent loops: one self-play game per dataset row, and the assessor alone for validation.
+
+`medplay_selfplay` (training) plays the attacker turn for adversarial rows, the assessor turn on the
+attacker's parsed answer (or on the seed in vanilla games), asks the judge, and settles the game
+with the game API. It returns `[attacker, assessor]` or `[assessor]`, each output with its own
+prompt, response mask and reward (`reward_score`, so verl's reward computation is skipped), tagged
+in `extra_fields` with `role` and `category`. `SelfPlayAgentLoopWorker` records the settled game and
+hands verl only the outputs that train (training mode, removed ties).
+
+`medplay_assessor` (validation) plays the assessor on the seed note and leaves the reward to verl's
+reward loop, which calls `medical_team.verl_ext.reward_fn.compute_score`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+from uuid import uuid4
+
+from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
+
+from medical_team.data.records import GameSeed
+from medical_team.game import GameConfig, GameOutcome, JudgeStats, call_judge, judge_request, note_for_assessor, settle
+from medical_team.game.judging import JudgeVerdict
+from medical_team.game.prompts import Message, assessor_messages, attacker_messages, with_thinking_prefix
+from medical_team.verl_ext.judge_factory import selfplay_judge
+from medical_team.verl_ext.rows import as_vanilla, seed_of_row
+from medical_team.verl_ext.settings import SelfPlaySettings, settings_from_trainer_config
+from medical_team.vocab import Role
+
+SELFPLAY_AGENT = "medplay_selfplay"
+ASSESSOR_AGENT = "medplay_assessor"
+
+# extra_fields keys: the first two stay on every row verl stores; the others are read and removed by the worker.
+ROLE_FIELD = "role"
+CATEGORY_FIELD = "category"
+TRAINS_FIELD = "medplay_trains"
+GAME_FIELD = "medplay_game"
+JUDGE_STATS_FIELD = "medplay_judge_stats"
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One generated turn: token ids, decoded text, and what verl's rollout reported about it."""
+
+    role: Role
+    prompt_ids: list[int]
+    response_ids: list[int]
+    text: str
+    logprobs: list[float] | None
+    seconds: float
+    rollout_fields: dict[str, Any]  # min/max_global_steps etc. from the rollout server
+
+
+class _TurnPlayer(AgentLoopBase):
+    """Renders chat messages with the thinking prefix and generates one turn through verl's rollout server."""
+
+    def _prompt_ids(self, messages: list[Message]) -> list[int]:
+        """Chat template + THINKING_PREFIX, tokenized, left-truncated to rollout.prompt_length."""
+        rendered = self.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, tokenize=False, **self.apply_chat_template_kwargs
+        )
+        ids = self.tokenizer.encode(with_thinking_prefix(rendered), add_special_tokens=False)
+        return self._cap_text_prompt_length(ids)
+
+    async def _play(self, role: Role, messages: list[Message], sampling_params: dict[str, Any]) -> Turn:
+        """Generate one turn for `role`."""
+        prompt_ids = await self.loop.run_in_executor(None, self._prompt_ids, messages)
+        start = self.loop.time()
+        output = await self.server_manager.generate(
+            request_id=uuid4().hex, prompt_ids=prompt_ids, sampling_params=sampling_params
+        )
+        seconds = self.loop.time() - start
+        response_ids = list(output.token_ids[: self.rollout_config.response_length])
+        logprobs = list(output.log_probs[: len(response_ids)]) if output.log_probs else None
+        text = self.tokenizer.decode(response_ids, skip_special_tokens=True)
+        return Turn(role, prompt_ids, response_ids, text, logprobs, seconds, dict(output.extra_fields))
+
+    @staticmethod
+    def _output(turn: Turn, reward: float | None, extra: dict[str, Any]) -> AgentLoopOutput:
+        """verl's output for one turn: every generated token is trained (response mask 1)."""
+        return AgentLoopOutput(
+            prompt_ids=turn.prompt_ids,
+            response_ids=turn.response_ids,
+            response_mask=[1] * len(turn.response_ids),
+            response_logprobs=turn.logprobs,
+            reward_score=reward,
+            num_turns=2,
+            metrics=AgentLoopMetrics(generate_sequences=turn.seconds),
+            extra_fields={
+                **turn.rollout_fields,
+                ROLE_FIELD: turn.role.value,
+                "turn_scores": [],
+                "tool_rewards": [],
+                **extra,
+            },
+        )
+
+
+@register(SELFPLAY_AGENT)
+class SelfPlayAgentLoop(_TurnPlayer):
+    """One game per row: attacker (adversarial rows), assessor, judge, rewards from the game API."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.settings: SelfPlaySettings = settings_from_trainer_config(self.config)
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> list[AgentLoopOutput]:
+        """Play the row's game; outputs in turn order, the settled game on the last one."""
+        seed, benign_mode = seed_of_row(kwargs.get("data_source"), kwargs["extra_info"])
+        seed = replace(seed, category=self.settings.played_category(seed.category))
+        game = replace(self.settings.game, benign_mode=benign_mode)
+        turns = []
+        if seed.category.adversarial:
+            turns.append(await self._play(Role.ATTACKER, attacker_messages(seed, benign_mode), sampling_params))
+        attacker_text = turns[0].text if turns else None
+        note = note_for_assessor(seed, attacker_text)
+        turns.append(await self._play(Role.ASSESSOR, assessor_messages(note), sampling_params))
+        verdict, judge_stats = await self._judge(seed, attacker_text, game)
+        outcome = settle(seed, attacker_text, turns[-1].text, verdict, game)
+        return self._outputs(turns, outcome, judge_stats)
+
+    async def _judge(
+        self, seed: GameSeed, attacker_text: str | None, game: GameConfig
+    ) -> tuple[JudgeVerdict | None, JudgeStats]:
+        """The judge's verdict for an adversarial game (off the event loop); None in vanilla games."""
+        request = judge_request(seed, attacker_text, game)
+        if request is None:
+            return None, JudgeStats()
+        judge = selfplay_judge(self.settings.judge)
+        verdicts, stats = await asyncio.to_thread(call_judge, judge, [request])
+        return verdicts[0], stats
+
+    def _outputs(self, turns: list[Turn], outcome: GameOutcome, judge_stats: JudgeStats) -> list[AgentLoopOutput]:
+        """One output per turn with its role's reward; the last carries the settled game for the worker."""
+        rewards = {Role.ATTACKER: outcome.attacker_reward, Role.ASSESSOR: outcome.assessor_reward}
+        outputs = []
+        for turn in turns:
+            trains = not outcome.dropped and self.settings.training_mode.trains(turn.role)
+            extra = {CATEGORY_FIELD: outcome.category.value, TRAINS_FIELD: trains}
+            outputs.append(self._output(turn, rewards[turn.role] or 0.0, extra))
+        outputs[-1].extra_fields[GAME_FIELD] = outcome.to_record()
+        outputs[-1].extra_fields[JUDGE_STATS_FIELD] = asdict(judge_stats)
+        return outputs
+
+
+@register(ASSESSOR_AGENT)
+class AssessorAgentLoop(_TurnPlayer):
+    """The assessor alone on the row's seed note; verl's reward loop scores it (validation)."""
+
+    async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
+        """One assessor turn on the seed note, unscored."""
+        seed, _ = seed_of_row(kwargs.get("data_source"), kwargs["extra_info"])
+        turn = await self._play(Role.ASSESSOR, assessor_messages(seed.text), sampling_params)
+        return self._output(turn, None, {CATEGORY_FIELD: as_vanilla(seed).category.value})

@@ -1,0 +1,104 @@
+"""verl's V1 agent-loop manager and worker, changed only where a two-role game needs it.
+
+Select with `+actor_rollout_ref.rollout.agent.agent_loop_manager_class=
+medical_team.verl_ext.agent_loop_manager.SelfPlayAgentLoopManager`. The worker differs from verl's
+`AgentLoopWorkerTQ` in two small overrides:
+
+- `_agent_loop_postprocess`: verl copies a trajectory's last reward onto its earlier outputs
+  (`trainer/ppo/v1/agent_loop_tq.py`, "output.reward_score = final_output.reward_score"). The worker
+  hands verl each trainable output of a game on its own, under the row uid `<prompt uid>_<role>`,
+  so every output keeps its own reward and the advantage estimator can tell the roles apart. It
+  also keeps the settled game for the step's metrics, including games whose samples are dropped.
+- `generate_sequences`: validation batches are played by the assessor-only loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ray
+from tensordict import NonTensorData, TensorDict
+from verl.experimental.agent_loop.agent_loop import AgentLoopOutput
+from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopManagerTQ, AgentLoopWorkerTQ
+
+from medical_team.game import GameOutcome, JudgeStats
+from medical_team.verl_ext.agent_loop import (
+    ASSESSOR_AGENT,
+    GAME_FIELD,
+    JUDGE_STATS_FIELD,
+    ROLE_FIELD,
+    TRAINS_FIELD,
+)
+from medical_team.verl_ext.roles import role_uid
+from medical_team.vocab import Role
+
+
+class GameLedger:
+    """The games a worker settled since the trainer last asked, with the judge's timing."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+        self.judge_stats = JudgeStats()
+
+    def add(self, record: dict[str, Any], judge_stats: dict[str, Any]) -> None:
+        """Keep one settled game (a `GameOutcome.to_record()`)."""
+        self.records.append(record)
+        self.judge_stats = self.judge_stats.merge(JudgeStats(**judge_stats))
+
+    def drain(self) -> tuple[list[dict[str, Any]], JudgeStats]:
+        """Everything kept so far, and forget it."""
+        drained = (self.records, self.judge_stats)
+        self.records, self.judge_stats = [], JudgeStats()
+        return drained
+
+
+class _SelfPlayAgentLoopWorker(AgentLoopWorkerTQ.__ray_actor_class__):
+    """verl's TransferQueue agent-loop worker, with per-role outputs and a game ledger."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ledger = GameLedger()
+
+    async def generate_sequences(self, batch: TensorDict) -> None:
+        """Start the batch's games; validation batches run the assessor-only loop."""
+        if "validate" in batch and bool(batch["validate"]):
+            batch["agent_name"] = NonTensorData(ASSESSOR_AGENT)
+        await super().generate_sequences(batch)
+
+    async def _agent_loop_postprocess(
+        self, output: AgentLoopOutput | list[AgentLoopOutput], validate: bool, **kwargs: Any
+    ) -> None:
+        """Record a self-play game, then store each trainable output alone under its role's uid."""
+        outputs = output if isinstance(output, list) else [output]
+        if validate or not outputs or GAME_FIELD not in outputs[-1].extra_fields:
+            await super()._agent_loop_postprocess(output, validate, **kwargs)
+            return
+        final_fields = outputs[-1].extra_fields
+        self.ledger.add(final_fields.pop(GAME_FIELD), final_fields.pop(JUDGE_STATS_FIELD))
+        for out in outputs:
+            if out.extra_fields.pop(TRAINS_FIELD):
+                uid = role_uid(kwargs["uid"], Role(out.extra_fields[ROLE_FIELD]))
+                await super()._agent_loop_postprocess(out, validate, **{**kwargs, "uid": uid})
+
+    async def drain_games(self) -> tuple[list[dict[str, Any]], JudgeStats]:
+        """The games settled since the last call (records of `GameOutcome.to_record`)."""
+        return self.ledger.drain()
+
+
+SelfPlayAgentLoopWorker = ray.remote(_SelfPlayAgentLoopWorker)
+
+
+class SelfPlayAgentLoopManager(AgentLoopManagerTQ):
+    """verl's TransferQueue agent-loop manager running `SelfPlayAgentLoopWorker`s."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.agent_loop_workers_class = SelfPlayAgentLoopWorker
+
+    def drain_games(self) -> tuple[list[GameOutcome], JudgeStats]:
+        """Every game the workers settled since the last call, and the judge's summed timing."""
+        outcomes, stats = [], JudgeStats()
+        for records, worker_stats in ray.get([w.drain_games.remote() for w in self.agent_loop_workers]):
+            outcomes.extend(GameOutcome.from_record(record) for record in records)
+            stats = stats.merge(worker_stats)
+        return outcomes, stats

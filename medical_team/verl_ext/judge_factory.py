@@ -1,0 +1,28 @@
+"""The judge the agent loop calls: built once per process from `medplay.judge`."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from medical_team.game.judging import Judge
+from medical_team.judge.backends import BackendSettings, build_judge
+from medical_team.judge.client import HttpJudge
+from medical_team.judge.rules import RuleSettings
+from medical_team.verl_ext.settings import JudgeSettings
+
+
+@lru_cache(maxsize=4)
+def selfplay_judge(settings: JudgeSettings) -> Judge:
+    """The judge `settings` name: in-process `rules`/`hf`/`openai`, or the judge server over `http`."""
+    if settings.backend == "http":
+        return HttpJudge(settings.url or "", timeout_s=settings.timeout_s, batch_size=settings.batch_size)
+    return build_judge(
+        BackendSettings(
+            backend=settings.backend,
+            model=settings.model,
+            base_url=settings.base_url,
+            timeout_s=settings.timeout_s,
+            batch_size=settings.batch_size,
+            rules=RuleSettings(settings.min_length_ratio, settings.max_length_ratio),
+        )
+    )

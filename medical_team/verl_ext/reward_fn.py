@@ -1,0 +1,40 @@
+"""verl's `custom_reward_function` for the assessor: score one response on the row's seed note.
+
+Config: `reward.custom_reward_function.path=pkg://medical_team.verl_ext.reward_fn`,
+`reward.custom_reward_function.name=compute_score`, and
+`+reward.custom_reward_function.reward_kwargs.localisation_bonus=<b>` (default 0.0, as in `medplay.rewards`).
+The score is the assessor's reward of a vanilla game on the seed (`medical_team.game.settle`), the
+same reward the judge server's OpenRLHF endpoint (`POST /judge`) gives.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from medical_team.game import GameConfig, RewardConfig, settle
+from medical_team.verl_ext.rows import as_vanilla, seed_of_row
+from medical_team.vocab import Label
+
+
+def compute_score(
+    data_source: str,
+    solution_str: str,
+    ground_truth: str,
+    extra_info: dict[str, Any] | None = None,
+    localisation_bonus: float = 0.0,
+    **_: Any,
+) -> dict[str, float]:
+    """`score` (the assessor reward) plus `acc`, `format_ok` and `sentence_match`, the same keys for every row."""
+    seed, _mode = seed_of_row(data_source, extra_info)
+    if Label(ground_truth) is not seed.label:
+        raise ValueError(
+            f"row {seed.note_id}: ground_truth {ground_truth!r} contradicts extra_info label {seed.label.value!r}"
+        )
+    game = GameConfig(rewards=RewardConfig(localisation_bonus=localisation_bonus))
+    outcome = settle(as_vanilla(seed), None, solution_str, None, game)
+    return {
+        "score": float(outcome.assessor_reward),
+        "acc": float(bool(outcome.assessor_correct)),
+        "format_ok": float(outcome.assessor_format_ok),
+        "sentence_match": float(outcome.sentence_match),
+    }

@@ -1,0 +1,157 @@
+"""The `medplay:` section of the training config, validated once into frozen dataclasses.
+
+Every problem is reported at once, each naming the key, the value, and what is allowed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from medical_team.errors import UserInputError
+from medical_team.game import GameConfig, RewardConfig, RewardScheme
+from medical_team.vocab import Category, Role
+
+JUDGE_BACKENDS = ("rules", "hf", "openai", "http")
+
+
+class TrainingMode(str, Enum):
+    """Which role's samples update the policy."""
+
+    JOINT = "joint"
+    ASSESSOR = "assessor"
+    ATTACKER = "attacker"
+
+    def trains(self, role: Role) -> bool:
+        """True when samples of `role` update the policy in this mode."""
+        return self is TrainingMode.JOINT or self.value == role.value
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """Which judge settles adversarial games, and how to reach it."""
+
+    backend: str = "rules"  # rules | hf | openai (in-process) | http (the medplay judge server)
+    url: str | None = None  # http: the judge server, e.g. http://127.0.0.1:8100
+    model: str | None = None  # hf: path or id; openai: served model name
+    base_url: str | None = None  # openai: e.g. http://127.0.0.1:8001/v1
+    timeout_s: float = 300.0
+    batch_size: int = 16
+    min_length_ratio: float = 0.5  # rule check: a shorter rewrite (relative to the seed) is not faithful
+    max_length_ratio: float = 2.0  # rule check: a longer rewrite is not faithful
+
+
+@dataclass(frozen=True)
+class SelfPlaySettings:
+    """How the self-play agent loop plays and rewards games."""
+
+    training_mode: TrainingMode = TrainingMode.JOINT
+    adversarial_games: bool = True  # False plays every row as a vanilla game (assessor only)
+    game: GameConfig = field(default_factory=GameConfig)
+    judge: JudgeSettings = field(default_factory=JudgeSettings)
+
+    def played_category(self, category: Category) -> Category:
+        """The category a row is played as.
+
+        `attacker` mode plays every row adversarially (a vanilla game would give it nothing to
+        train on); `adversarial_games: false` plays every row as a vanilla game.
+        """
+        if self.training_mode is TrainingMode.ATTACKER:
+            return Category.of(category.seed_label, adversarial=True)
+        if not self.adversarial_games:
+            return Category.of(category.seed_label, adversarial=False)
+        return category
+
+
+_TOP_KEYS = {"training_mode", "adversarial_games", "rewards", "judge"}
+_REWARD_KEYS = {"scheme", "localisation_bonus", "remove_ties"}
+_JUDGE_KEYS = set(JudgeSettings.__dataclass_fields__)
+
+
+def _unknown(section: Mapping[str, Any], allowed: set[str], prefix: str) -> list[str]:
+    """One problem line per key of `section` that is not in `allowed`."""
+    return [
+        f"medplay.{prefix}{key}: unknown key; known keys: {', '.join(sorted(allowed))}"
+        for key in section
+        if key not in allowed
+    ]
+
+
+def _missing(section: Mapping[str, Any], required: set[str], prefix: str) -> list[str]:
+    """One problem line per required key that `section` lacks."""
+    return [f"medplay.{prefix}{key}: missing" for key in sorted(required - set(section))]
+
+
+def _choice(value: Any, choices: tuple[str, ...], key: str, problems: list[str]) -> str:
+    """`value` when it is one of `choices`, else a problem is recorded."""
+    if value not in choices:
+        problems.append(f"medplay.{key}: {value!r} is not one of {', '.join(choices)}")
+    return value
+
+
+def _judge_settings(section: Mapping[str, Any], problems: list[str]) -> JudgeSettings:
+    """JudgeSettings from `medplay.judge`, recording problems."""
+    problems += _unknown(section, _JUDGE_KEYS, "judge.")
+    values = {k: v for k, v in section.items() if k in _JUDGE_KEYS}
+    settings = JudgeSettings(**values)
+    _choice(settings.backend, JUDGE_BACKENDS, "judge.backend", problems)
+    if settings.backend == "http" and not settings.url:
+        problems.append("medplay.judge.url: required when judge.backend is http (e.g. http://127.0.0.1:8100)")
+    if settings.backend == "openai" and not (settings.base_url and settings.model):
+        problems.append("medplay.judge.base_url and medplay.judge.model: both required when judge.backend is openai")
+    if not settings.timeout_s > 0:
+        problems.append(f"medplay.judge.timeout_s: {settings.timeout_s!r} must be > 0")
+    if not (isinstance(settings.batch_size, int) and settings.batch_size >= 1):
+        problems.append(f"medplay.judge.batch_size: {settings.batch_size!r} must be an integer >= 1")
+    if not 0 < settings.min_length_ratio <= 1 <= settings.max_length_ratio:
+        problems.append(
+            f"medplay.judge.min_length_ratio/max_length_ratio: [{settings.min_length_ratio}, "
+            f"{settings.max_length_ratio}] must satisfy 0 < min <= 1 <= max"
+        )
+    return settings
+
+
+def _game_config(section: Mapping[str, Any], problems: list[str]) -> GameConfig:
+    """GameConfig from `medplay.rewards`, recording problems (the benign mode comes from each data row)."""
+    problems += _unknown(section, _REWARD_KEYS, "rewards.")
+    problems += _missing(section, _REWARD_KEYS, "rewards.")
+    scheme = _choice(section.get("scheme"), tuple(s.value for s in RewardScheme), "rewards.scheme", problems)
+    try:
+        rewards = RewardConfig(
+            scheme=scheme if scheme in {s.value for s in RewardScheme} else RewardScheme.GENERAL_SUM,
+            localisation_bonus=float(section.get("localisation_bonus", 0.0)),
+            remove_ties=bool(section.get("remove_ties", True)),
+        )
+    except (TypeError, ValueError) as error:
+        problems.append(f"medplay.rewards: {error}")
+        rewards = RewardConfig()
+    return GameConfig(rewards=rewards)
+
+
+def selfplay_settings(section: Mapping[str, Any] | None) -> SelfPlaySettings:
+    """Validate the `medplay:` config section; raises UserInputError listing every problem."""
+    if section is None:
+        raise UserInputError("the training config has no `medplay:` section", field="medplay")
+    # Other keys of `medplay:` belong to other parts of the product (launch, reliability) and are theirs to check.
+    problems = _missing(section, _TOP_KEYS, "")
+    mode = _choice(section.get("training_mode"), tuple(m.value for m in TrainingMode), "training_mode", problems)
+    adversarial = section.get("adversarial_games", True)
+    if not isinstance(adversarial, bool):
+        problems.append(f"medplay.adversarial_games: {adversarial!r} must be true or false")
+    game = _game_config(section.get("rewards") or {}, problems)
+    judge = _judge_settings(section.get("judge") or {}, problems)
+    if mode == TrainingMode.ATTACKER.value and adversarial is False:
+        problems.append("medplay.adversarial_games: false leaves training_mode attacker nothing to train on")
+    if problems:
+        raise UserInputError("invalid training config:\n  " + "\n  ".join(problems), field="medplay")
+    return SelfPlaySettings(training_mode=TrainingMode(mode), adversarial_games=adversarial, game=game, judge=judge)
+
+
+def settings_from_trainer_config(config: Any) -> SelfPlaySettings:
+    """SelfPlaySettings from verl's whole trainer config (a DictConfig with a `medplay:` section)."""
+    from omegaconf import OmegaConf
+
+    section = config.get("medplay") if hasattr(config, "get") else None
+    return selfplay_settings(None if section is None else OmegaConf.to_container(section, resolve=True))
