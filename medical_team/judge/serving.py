@@ -13,9 +13,19 @@ from fastapi import FastAPI
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
-def uvicorn_config(app: FastAPI, host: str, port: int, *, log_level: str = "info") -> uvicorn.Config:
+def uvicorn_config(
+    app: FastAPI, host: str, port: int, *, log_level: str = "info", graceful_shutdown_s: float = 10.0
+) -> uvicorn.Config:
     """The uvicorn settings the judge server runs with (access log on: it records paths, never bodies)."""
-    return uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=True, timeout_keep_alive=30)
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level=log_level,
+        access_log=True,
+        timeout_keep_alive=30,
+        timeout_graceful_shutdown=graceful_shutdown_s,  # in-flight judge calls get this long after SIGTERM
+    )
 
 
 def serve_forever(app: FastAPI, host: str, port: int) -> None:
@@ -26,8 +36,17 @@ def serve_forever(app: FastAPI, host: str, port: int) -> None:
 class BackgroundServer:
     """A real uvicorn server on a daemon thread; `port=0` picks a free port. Use as a context manager."""
 
-    def __init__(self, app: FastAPI, host: str = "127.0.0.1", port: int = 0, *, log_level: str = "warning") -> None:
-        self.server = uvicorn.Server(uvicorn_config(app, host, port, log_level=log_level))
+    def __init__(
+        self,
+        app: FastAPI,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        log_level: str = "warning",
+        graceful_shutdown_s: float = 1.0,
+    ) -> None:
+        config = uvicorn_config(app, host, port, log_level=log_level, graceful_shutdown_s=graceful_shutdown_s)
+        self.server = uvicorn.Server(config)
         self.server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # not the main thread
         self.host = host
         self._thread = threading.Thread(target=self.server.run, name="judge-server", daemon=True)

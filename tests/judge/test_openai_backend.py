@@ -1,0 +1,94 @@
+"""The `openai` backend against a real OpenAI-compatible chat endpoint on loopback."""
+
+from __future__ import annotations
+
+import pytest
+from judge_helpers import make_request, reworded
+from loopback_apps import Calls, chat_completions_app, failing_app
+
+from medical_team.data.records import GameSeed
+from medical_team.judge.backends import BackendSettings, build_judge
+from medical_team.judge.model_judge import ModelJudge
+from medical_team.judge.outage import JudgeUnavailableError
+from medical_team.judge.retry import RetryPolicy
+from medical_team.vocab import Label
+
+FAST_RETRY = RetryPolicy(attempts=3, initial_backoff_s=0.01, max_backoff_s=0.02)
+
+
+def openai_judge(url: str, **options: object) -> ModelJudge:
+    """The openai backend as `build_judge` makes it, with quick retries."""
+    settings = BackendSettings(backend="openai", base_url=f"{url}/v1", model="judge-model", retry=FAST_RETRY, **options)
+    judge = build_judge(settings)
+    assert isinstance(judge, ModelJudge)
+    return judge
+
+
+def test_model_answers_parse_and_rules_run_first(serve, seed_pairs: list[tuple[GameSeed, GameSeed]]) -> None:
+    calls = Calls()
+    judge = openai_judge(serve(chat_completions_app(calls)).url, batch_size=2)
+    harmful, benign = seed_pairs[3]
+    requests = [
+        make_request(harmful, reworded(harmful, " [err]")),
+        make_request(benign, reworded(benign, " [err] [unfaithful]")),
+        make_request(benign, reworded(benign), Label.NO_ERROR),
+        make_request(harmful, ""),  # settled by a rule: no model call
+        make_request(benign, benign.text * 3 + " [err]"),  # too long: the model decides the error only
+    ]
+    verdicts = judge.judge(requests)
+    assert [(v.error_present, v.faithful) for v in verdicts] == [
+        (True, True),
+        (True, False),
+        (False, True),
+        (False, False),
+        (True, False),
+    ]
+    assert verdicts[0].error_sentence == "The marked sentence [err]."
+    assert verdicts[3].reason == "rule:empty_rewrite"
+    assert verdicts[4].reason.startswith("rule:length_ratio")
+    assert calls.count == 4 and set(calls.models) == {"judge-model"}
+    metrics = judge.stats.metrics()
+    assert metrics["judge/calls"] == 5 and metrics["judge/parse_error_rate"] == 0.0
+    assert metrics["judge/latency_s"] > 0
+
+
+def test_unparseable_output_is_a_counted_parse_error_tie(serve, harmful: GameSeed) -> None:
+    judge = openai_judge(serve(chat_completions_app(Calls())).url)
+    verdicts = judge.judge(
+        [make_request(harmful, reworded(harmful, " [garbled]")), make_request(harmful, reworded(harmful))]
+    )
+    assert verdicts[0].tie and verdicts[0].parse_error
+    assert not verdicts[1].tie
+    metrics = judge.stats.metrics()
+    assert metrics["judge/parse_error_rate"] == 0.5 and metrics["judge/ties"] == 1
+
+
+def test_one_failing_conversation_is_retried_then_a_tie(serve, harmful: GameSeed) -> None:
+    calls = Calls()
+    judge = openai_judge(serve(chat_completions_app(calls)).url)
+    verdicts = judge.judge(
+        [make_request(harmful, reworded(harmful, " [fail]")), make_request(harmful, reworded(harmful))]
+    )
+    assert verdicts[0].tie and not verdicts[0].parse_error
+    assert "HTTP 500" in verdicts[0].reason
+    assert not verdicts[1].tie
+    assert calls.count == FAST_RETRY.attempts + 1
+    assert judge.stats.failed_batches == 0  # part of the batch got through
+
+
+def test_endpoint_down_gives_ties_then_stops_the_run(serve, harmful: GameSeed) -> None:
+    calls = Calls()
+    judge = openai_judge(serve(failing_app(calls, status=503)).url, max_consecutive_failures=2)
+    first = judge.judge([make_request(harmful, reworded(harmful))])
+    assert first[0].tie and "unavailable" in first[0].reason
+    assert calls.count == FAST_RETRY.attempts
+    with pytest.raises(JudgeUnavailableError, match=r"failed 2 consecutive batches: HTTP 503"):
+        judge.judge([make_request(harmful, reworded(harmful))])
+    assert judge.stats.failed_batches == 2
+
+
+def test_openai_backend_needs_url_and_model() -> None:
+    with pytest.raises(ValueError, match="needs base_url"):
+        build_judge(BackendSettings(backend="openai"))
+    with pytest.raises(ValueError, match="unknown judge backend 'gpt'"):
+        build_judge(BackendSettings(backend="gpt"))
