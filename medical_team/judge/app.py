@@ -125,7 +125,7 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
         detail = error.detail if isinstance(error.detail, str) else "request rejected"
         if error.status_code == 400 and "parsing the body" in detail:
-            detail = "request body is not valid UTF-8 JSON (or is nested too deeply to parse)"
+            detail = "request body cannot be parsed as JSON: invalid UTF-8, nesting too deep or a number too long"
         return _error(error.status_code, detail)
 
     @app.exception_handler(ScorerNotReady)
