@@ -13,6 +13,9 @@ from medical_team.errors import UserInputError
 COMMANDS: dict[str, str] = {
     "convert": "medical_team.cli.convert",
     "judge": "medical_team.cli.judge",
+    "probe": "medical_team.cli.probe",
+    "report": "medical_team.cli.report",
+    "train": "medical_team.cli.train",
     "version": "medical_team.cli.version",
 }
 

@@ -1,0 +1,63 @@
+"""`medplay train [profile=NAME] [hydra overrides]`: self-play training with verl's trainer."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from medical_team.errors import UserInputError
+
+DEFAULT_PROFILE = "cpu-smoke"
+# The probe's report; its `profile` field names the hardware profile it chose.
+PROBE_REPORT_ENV = "MEDPLAY_PROBE_REPORT"
+DEFAULT_PROBE_REPORT = "probe.json"
+
+
+def probe_profile(report: Path) -> str | None:
+    """The profile chosen by the probe report at `report`, or None when there is no report."""
+    if not report.is_file():
+        return None
+    try:
+        profile = json.loads(report.read_text(encoding="utf-8")).get("profile")
+    except (json.JSONDecodeError, AttributeError) as error:
+        raise UserInputError(f"not a probe report: {error}", file=str(report)) from error
+    if not isinstance(profile, str) or not profile:
+        raise UserInputError("no profile name in the probe report", file=str(report), field="profile")
+    return profile
+
+
+def with_profile(overrides: list[str], report: Path) -> list[str]:
+    """The overrides, with `profile=` added from the probe report (or cpu-smoke) unless one is given."""
+    if any(item.split("=", 1)[0].lstrip("+~") == "profile" for item in overrides):
+        return overrides
+    return [f"profile={probe_profile(report) or DEFAULT_PROFILE}", *overrides]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train, then say where the checkpoint and the metrics file are."""
+    from medical_team.verl_ext.launch import train
+
+    report = Path(args.probe_report or os.environ.get(PROBE_REPORT_ENV) or DEFAULT_PROBE_REPORT)
+    paths = train(with_profile(list(args.overrides), report))
+    step = paths.latest_step_file.read_text().strip() if paths.latest_step_file.is_file() else "none"
+    print(f"checkpoints: {paths.checkpoint_dir} (latest step: {step})")
+    print(f"metrics: {paths.metrics_file}")
+    return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register `medplay train`."""
+    parser = subparsers.add_parser(
+        "train",
+        help="self-play training with verl (profile=cpu-smoke|24g|48g|80g|96g|141g, Hydra overrides)",
+        description="Train with verl. Arguments are Hydra overrides of configs/medplay.yaml, e.g. "
+        "`profile=24g trainer.total_training_steps=100`. Without `profile=`, the probe's choice "
+        f"(probe.json, or ${PROBE_REPORT_ENV}) is used, else {DEFAULT_PROFILE}.",
+    )
+    parser.add_argument(
+        "--probe-report", help=f"probe report to take the profile from (default: {DEFAULT_PROBE_REPORT})"
+    )
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides (key=value)")
+    parser.set_defaults(run=run)

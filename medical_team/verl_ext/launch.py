@@ -1,0 +1,168 @@
+"""Compose medplay's Hydra config (configs/medplay.yaml + a profile) and run verl's own PPO trainer with it."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from medical_team.errors import UserInputError
+
+CONFIG_MODULE = "medical_team.configs"
+CONFIG_NAME = "medplay"
+PROFILE_GROUP = "profile"
+# Config keys holding local paths; made absolute so every Ray worker reads the same files.
+_PATH_KEYS = ("medplay.output_dir", "medplay.data_dir")
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Where a finished run left its outputs."""
+
+    checkpoint_dir: Path
+    metrics_file: Path
+    latest_step_file: Path
+
+
+def available_profiles() -> list[str]:
+    """Names of the hardware profiles shipped in configs/profile/."""
+    import importlib.resources
+
+    folder = importlib.resources.files(CONFIG_MODULE) / PROFILE_GROUP
+    return sorted(entry.name.removesuffix(".yaml") for entry in folder.iterdir() if entry.name.endswith(".yaml"))
+
+
+def compose_config(overrides: Sequence[str]) -> DictConfig:
+    """The composed config for these Hydra overrides (e.g. `profile=24g`, `trainer.total_training_steps=5`)."""
+    from hydra import compose, initialize_config_module
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        with initialize_config_module(config_module=CONFIG_MODULE, version_base=None):
+            config = compose(config_name=CONFIG_NAME, overrides=list(overrides))
+    except (HydraException, OmegaConfBaseException) as error:
+        raise UserInputError(f"{error} (profiles: {', '.join(available_profiles())})", field="overrides") from error
+    for key in _PATH_KEYS:
+        value = OmegaConf.select(config, key)
+        OmegaConf.update(config, key, str(Path(value).expanduser().resolve()))
+    model_path = Path(config.medplay.model.path).expanduser()
+    if config.medplay.model.build_tiny or model_path.exists():
+        config.medplay.model.path = str(model_path.resolve())
+    # verl rebuilds parts of the config (e.g. Ray's runtime_env) outside this tree: resolve interpolations now.
+    OmegaConf.resolve(config)
+    return config
+
+
+def runtime_env_vars(config: DictConfig) -> dict[str, str]:
+    """The environment the config asks for in the driver and every Ray worker."""
+    env = OmegaConf.select(config, "ray_kwargs.ray_init.runtime_env.env_vars", default=None) or {}
+    return {str(key): str(value) for key, value in OmegaConf.to_container(env, resolve=True).items()}
+
+
+def apply_environment(env: dict[str, str]) -> None:
+    """Export the config's environment in this (driver) process and load verl external modules it names."""
+    os.environ.update(env)
+    modules = env.get("VERL_USE_EXTERNAL_MODULES", "")
+    if modules:
+        # verl is already imported by Hydra's config search path, so its own import-time hook has run.
+        from verl.utils.import_utils import import_external_libs
+
+        import_external_libs(modules.split(","))
+
+
+def check_data(config: DictConfig) -> None:
+    """Fail before Ray starts when a parquet file is missing."""
+    for key in ("train_files", "val_files"):
+        path = Path(config.data[key])
+        if not path.is_file():
+            raise UserInputError(
+                f"not found; write it with `medplay convert --output {path.parent}` or set medplay.data_dir",
+                file=str(path),
+                field=f"data.{key}",
+            )
+
+
+def check_model(config: DictConfig) -> None:
+    """Fail before Ray starts when a local model folder is missing (hub ids are left to the HF cache)."""
+    model_path = Path(config.medplay.model.path)
+    if model_path.is_absolute() and not (model_path / "config.json").is_file():
+        raise UserInputError(
+            "no Hugging Face model here; set medplay.model.path or medplay.model.build_tiny=true",
+            file=str(model_path),
+            field="medplay.model.path",
+        )
+
+
+def prepare_model(config: DictConfig) -> None:
+    """Build the tiny model into medplay.model.path when the profile asks for it and it is missing."""
+    model_path = Path(config.medplay.model.path)
+    if config.medplay.model.build_tiny and not (model_path / "config.json").is_file():
+        from medical_team.verl_ext.tiny_model import build_tiny_model
+
+        build_tiny_model(model_path)
+
+
+def record_run(config: DictConfig) -> None:
+    """Write the composed config and the stack versions into the output folder."""
+    from medical_team.cli.version import stack_versions
+
+    output = Path(config.medplay.output_dir)
+    output.mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(config, output / "config.yaml")
+    (output / "versions.json").write_text(json.dumps(stack_versions(), indent=2) + "\n")
+
+
+def run_paths(config: DictConfig) -> RunPaths:
+    """Checkpoint folder, metrics file and verl's tracker file of this config."""
+    checkpoint_dir = Path(config.trainer.default_local_dir)
+    return RunPaths(
+        checkpoint_dir=checkpoint_dir,
+        metrics_file=Path(config.medplay.metrics_file),
+        latest_step_file=checkpoint_dir / "latest_checkpointed_iteration.txt",
+    )
+
+
+def run_verl(config: DictConfig) -> None:
+    """verl's `main_ppo.main` body for an already composed config: device, validation, Ray, task runner."""
+    import ray
+    from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+    from verl.utils.device import auto_set_device
+
+    auto_set_device(config)
+    validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
+    started_ray = not ray.is_initialized() and not os.environ.get("RAY_ADDRESS")
+    try:
+        if config.trainer.use_v1:
+            run_ppo(config, task_runner_class=TaskRunnerV1)
+        else:
+            from verl.trainer.main_ppo_v0 import TaskRunner
+
+            run_ppo(config, task_runner_class=TaskRunner)
+    finally:
+        if started_ray:
+            ray.shutdown()
+
+
+def train(overrides: Sequence[str]) -> RunPaths:
+    """Compose the config, prepare inputs, train with verl, and return where the outputs are."""
+    from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
+
+    config = compose_config(overrides)
+    apply_environment(runtime_env_vars(config))
+    check_data(config)
+    prepare_model(config)
+    check_model(config)
+    record_run(config)
+    segments_before = shm_segments()
+    try:
+        run_verl(config)
+    finally:
+        remove_orphaned_segments(segments_before)
+    return run_paths(config)
