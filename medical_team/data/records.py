@@ -41,6 +41,11 @@ class GameSeed:
     source_file: str
     sentences: tuple[str, ...] = ()  # the seed text's sentences (sentence k at index k), for localisation
 
+    def __post_init__(self) -> None:
+        # Callers pass lists (JSON, parquet, pydantic); a tuple keeps seeds comparable and hashable.
+        if not isinstance(self.sentences, tuple):
+            object.__setattr__(self, "sentences", tuple(self.sentences))
+
     def metadata(self) -> dict[str, Any]:
         """The seed's fields as plain JSON-able values (enums as their string values)."""
         out = asdict(self)
