@@ -28,6 +28,8 @@ def normalise_newlines(text: str) -> str:
 
 def repair_mojibake(text: str) -> str:
     """Undo double-encoded UTF-8 (`â€“` -> `–`, `Î¼` -> `μ`) and nothing else."""
+    if text.isascii():  # mojibake needs non-ASCII characters; skipping ftfy here saves most of its cost
+        return text
     return ftfy.fix_text(text, _FTFY_CONFIG)
 
 
