@@ -95,7 +95,10 @@ def run_serve(args: argparse.Namespace) -> int:
     if not _is_loopback(server.host):
         print(f"medplay judge: warning: listening on {server.host}, reachable from other machines", file=sys.stderr)
     scorer = JudgeScorer(lambda: build_judge(backend), rewards=rewards)
-    serve_forever(create_app(server, scorer), server.host, server.port)
+    try:
+        serve_forever(create_app(server, scorer), server.host, server.port)
+    except RuntimeError as error:
+        raise UserInputError(str(error), field="--host/--port") from None
     return 0
 
 

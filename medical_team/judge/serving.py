@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 import time
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import Self
 
 import uvicorn
@@ -28,9 +29,26 @@ def uvicorn_config(
     )
 
 
-def serve_forever(app: FastAPI, host: str, port: int) -> None:
-    """Serve until SIGINT/SIGTERM (uvicorn handles both and shuts down gracefully)."""
-    uvicorn.Server(uvicorn_config(app, host, port)).run()
+def serve_forever(app: FastAPI, host: str, port: int, *, graceful_shutdown_s: float = 10.0) -> None:
+    """Serve until SIGTERM or SIGINT, then shut down gracefully and return (exit status 0 for supervisors).
+
+    uvicorn serves on a worker thread; this (main) thread owns the signal handlers, because uvicorn's own
+    handlers re-raise the signal after shutdown, which would make `docker stop` look like a crash.
+    """
+    server = BackgroundServer(app, host, port, log_level="info", graceful_shutdown_s=graceful_shutdown_s)
+
+    def stop(signum: int, frame: FrameType | None) -> None:
+        if server.server.should_exit:
+            server.server.force_exit = True  # a second signal: stop waiting for in-flight requests
+        server.server.should_exit = True
+
+    previous = {sig: signal.signal(sig, stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        server.start(timeout_s=120.0)
+        server.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 class BackgroundServer:
@@ -49,7 +67,14 @@ class BackgroundServer:
         self.server = uvicorn.Server(config)
         self.server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # not the main thread
         self.host = host
-        self._thread = threading.Thread(target=self.server.run, name="judge-server", daemon=True)
+        self.requested_port = port
+        self._thread = threading.Thread(target=self._run, name="judge-server", daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.server.run()
+        except SystemExit:
+            pass  # uvicorn exits this way when it cannot bind; `start` reports it
 
     @property
     def port(self) -> int:
@@ -67,9 +92,16 @@ class BackgroundServer:
         deadline = time.monotonic() + timeout_s
         while not self.server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError(f"judge server did not start on {self.host} within {timeout_s} s")
+                raise RuntimeError(
+                    f"judge server could not listen on {self.host}:{self.requested_port} (in use?); see the log above"
+                )
             time.sleep(0.01)
         return self
+
+    def wait(self) -> None:
+        """Block until the server has shut down (the join polls, so signal handlers still run)."""
+        while self._thread.is_alive():
+            self._thread.join(0.2)
 
     def stop(self, timeout_s: float = 10.0) -> None:
         """Ask uvicorn to exit and wait for the thread."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 from fastapi import FastAPI
 
 from medical_team.data.records import GameSeed
@@ -33,3 +34,7 @@ def rules_app(max_body_bytes: int = 64 * 1024, max_batch: int = 8, **reward_opti
 def wire(requests: list[JudgeRequest]) -> dict:
     """The JSON body of POST /v1/judge for these requests."""
     return JudgeBatchIn(games=[GameIn.from_request(r) for r in requests]).model_dump(mode="json")
+
+
+# One pooled client for the tests' own requests: creating an httpx client per request costs tens of ms.
+HTTP = httpx.Client(timeout=60)

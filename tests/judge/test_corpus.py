@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import httpx
 import pytest
-from judge_helpers import rules_app
+from judge_helpers import HTTP, rules_app
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus" / "json"
 FILES = sorted(CORPUS.glob("*.json"))
@@ -30,10 +29,10 @@ def url() -> str:
 @pytest.mark.parametrize("path", FILES, ids=[f.name for f in FILES])
 def test_broken_request_gets_its_4xx(url: str, path: Path) -> None:
     endpoint, status = path.name.split(".")[:2]
-    response = httpx.post(
+    response = HTTP.post(
         f"{url}{PATHS[endpoint]}", content=path.read_bytes(), headers={"content-type": "application/json"}
     )
     assert response.status_code == int(status), response.text
     detail = response.json()["detail"]
     assert isinstance(detail, str) and len(detail) > 10
-    assert httpx.get(f"{url}/health").status_code == 200
+    assert HTTP.get(f"{url}/health").status_code == 200

@@ -7,7 +7,7 @@ import threading
 
 import httpx
 import pytest
-from judge_helpers import make_request, reworded, rules_app, wire
+from judge_helpers import HTTP, make_request, reworded, rules_app, wire
 
 from medical_team.data.records import GameSeed
 from medical_team.game.prompts import THINKING_PREFIX, assessor_messages
@@ -24,8 +24,8 @@ def url(serve) -> str:
 
 
 def test_health_and_ready(url: str) -> None:
-    assert httpx.get(f"{url}/health").json() == {"status": "ok"}
-    assert httpx.get(f"{url}/ready").json() == {"status": "ready"}
+    assert HTTP.get(f"{url}/health").json() == {"status": "ok"}
+    assert HTTP.get(f"{url}/ready").json() == {"status": "ready"}
 
 
 def test_judge_batch_matches_in_process_judge(url: str, seed_pairs: list[tuple[GameSeed, GameSeed]]) -> None:
@@ -36,7 +36,7 @@ def test_judge_batch_matches_in_process_judge(url: str, seed_pairs: list[tuple[G
         make_request(benign, benign.text),
         make_request(harmful, ""),
     ]
-    response = httpx.post(f"{url}/v1/judge", json=wire(requests))
+    response = HTTP.post(f"{url}/v1/judge", json=wire(requests))
     assert response.status_code == 200
     got = [(v["error_present"], v["faithful"], v["reason"]) for v in response.json()["verdicts"]]
     expected = [(v.error_present, v.faithful, v.reason) for v in RulesJudge().judge(requests)]
@@ -44,7 +44,7 @@ def test_judge_batch_matches_in_process_judge(url: str, seed_pairs: list[tuple[G
 
 
 def _post_raw(url: str, path: str, body: bytes, content_type: str = "application/json") -> httpx.Response:
-    return httpx.post(f"{url}{path}", content=body, headers={"content-type": content_type})
+    return HTTP.post(f"{url}{path}", content=body, headers={"content-type": content_type})
 
 
 @pytest.mark.parametrize("path", ["/v1/judge", "/judge"])
@@ -57,7 +57,7 @@ def test_malformed_json_is_422_with_a_message(url: str, path: str) -> None:
 def test_schema_errors_name_the_field(url: str, harmful: GameSeed) -> None:
     body = wire([make_request(harmful, reworded(harmful))])
     body["games"][0]["seed"]["label"] = "maybe"
-    response = httpx.post(f"{url}/v1/judge", json=body)
+    response = HTTP.post(f"{url}/v1/judge", json=body)
     assert response.status_code == 422
     assert "games.0.seed.label" in response.json()["detail"]
 
@@ -65,7 +65,7 @@ def test_schema_errors_name_the_field(url: str, harmful: GameSeed) -> None:
 def test_vanilla_games_are_rejected(url: str, harmful: GameSeed) -> None:
     body = wire([make_request(harmful, reworded(harmful))])
     body["games"][0]["seed"]["category"] = "vanilla_harmful"
-    response = httpx.post(f"{url}/v1/judge", json=body)
+    response = HTTP.post(f"{url}/v1/judge", json=body)
     assert response.status_code == 422 and "vanilla" in response.json()["detail"]
 
 
@@ -81,20 +81,20 @@ def test_oversized_streamed_body_without_length_is_413(url: str) -> None:
         for _ in range(20):
             yield b"x" * 8192
 
-    response = httpx.post(f"{url}/v1/judge", content=chunks(), headers={"content-type": "application/json"})
+    response = HTTP.post(f"{url}/v1/judge", content=chunks(), headers={"content-type": "application/json"})
     assert response.status_code == 413 and "streamed" in response.json()["detail"]
 
 
 def test_batch_over_limit_is_413(url: str, seed_pairs: list[tuple[GameSeed, GameSeed]]) -> None:
     requests = [make_request(h, "") for h, _ in seed_pairs[:9]]
-    response = httpx.post(f"{url}/v1/judge", json=wire(requests))
+    response = HTTP.post(f"{url}/v1/judge", json=wire(requests))
     assert response.status_code == 413
     assert "batch of 9 games is over the limit of 8" in response.json()["detail"]
 
 
 def test_wrong_method_and_unknown_path_are_4xx(url: str) -> None:
-    assert httpx.get(f"{url}/v1/judge").status_code == 405
-    assert httpx.get(f"{url}/nope").status_code == 404
+    assert HTTP.get(f"{url}/v1/judge").status_code == 405
+    assert HTTP.get(f"{url}/nope").status_code == 404
 
 
 def test_not_ready_while_the_backend_loads(serve, harmful: GameSeed) -> None:
@@ -105,16 +105,16 @@ def test_not_ready_while_the_backend_loads(serve, harmful: GameSeed) -> None:
         return RulesJudge()
 
     url = serve(create_app(ServerSettings(), JudgeScorer(slow_backend))).url
-    assert httpx.get(f"{url}/health").status_code == 200
-    loading = httpx.get(f"{url}/ready")
+    assert HTTP.get(f"{url}/health").status_code == 200
+    loading = HTTP.get(f"{url}/ready")
     assert loading.status_code == 503 and "loading" in loading.json()["detail"]
-    assert httpx.post(f"{url}/v1/judge", json=wire([make_request(harmful, "")])).status_code == 503
+    assert HTTP.post(f"{url}/v1/judge", json=wire([make_request(harmful, "")])).status_code == 503
     release.set()
     for _ in range(200):
-        if httpx.get(f"{url}/ready").status_code == 200:
+        if HTTP.get(f"{url}/ready").status_code == 200:
             break
         threading.Event().wait(0.01)
-    assert httpx.post(f"{url}/v1/judge", json=wire([make_request(harmful, "")])).status_code == 200
+    assert HTTP.post(f"{url}/v1/judge", json=wire([make_request(harmful, "")])).status_code == 200
 
 
 def test_failed_backend_load_is_reported_by_ready(serve) -> None:
@@ -127,10 +127,10 @@ def test_failed_backend_load_is_reported_by_ready(serve) -> None:
         if scorer.state.value != "loading":
             break
         threading.Event().wait(0.01)
-    response = httpx.get(f"{url}/ready")
+    response = HTTP.get(f"{url}/ready")
     assert response.status_code == 503
     assert "failed: OSError: no model at /models/missing" in response.json()["detail"]
-    assert httpx.get(f"{url}/health").status_code == 200
+    assert HTTP.get(f"{url}/health").status_code == 200
 
 
 # --- POST /judge: OpenRLHF's remote reward-model request -------------------------------------------------
@@ -152,7 +152,7 @@ def test_openrlhf_rewards(url: str, harmful: GameSeed) -> None:
     responses = [GOOD_ERROR.format(sentence=harmful.error_sentence), GOOD_CLEAN, GOOD_CLEAN, BROKEN]
     labels = ["error", "no_error", "error", "ERROR"]
     body = {"query": [prompt + r for r in responses], "prompts": [prompt] * 4, "labels": labels}
-    response = httpx.post(f"{url}/judge", json=body)
+    response = HTTP.post(f"{url}/judge", json=body)
     assert response.status_code == 200, response.text
     out = response.json()
     # format +1/-1 plus correctness +1/-1
@@ -165,8 +165,8 @@ def test_openrlhf_rewards(url: str, harmful: GameSeed) -> None:
 def test_openrlhf_left_padding_and_missing_prompts(url: str, harmful: GameSeed) -> None:
     prompt = _prompt(harmful.text)
     padded = "<|endoftext|><|endoftext|>" + prompt + GOOD_CLEAN
-    with_prompts = httpx.post(f"{url}/judge", json={"query": [padded], "prompts": [prompt], "labels": ["no_error"]})
-    without = httpx.post(f"{url}/judge", json={"query": [padded], "labels": ["no_error"]})
+    with_prompts = HTTP.post(f"{url}/judge", json={"query": [padded], "prompts": [prompt], "labels": ["no_error"]})
+    without = HTTP.post(f"{url}/judge", json={"query": [padded], "labels": ["no_error"]})
     assert with_prompts.json()["rewards"] == without.json()["rewards"] == [2.0]
 
 
@@ -175,7 +175,7 @@ def test_openrlhf_localisation_bonus_from_json_label(serve, harmful: GameSeed) -
     prompt = _prompt(harmful.text)
     label = json.dumps({"label": "error", "error_sentence": harmful.error_sentence})
     query = prompt + GOOD_ERROR.format(sentence=harmful.error_sentence)
-    response = httpx.post(f"{url}/judge", json={"query": [query], "prompts": [prompt], "labels": [label]})
+    response = HTTP.post(f"{url}/judge", json={"query": [query], "prompts": [prompt], "labels": [label]})
     assert response.json()["rewards"] == [2.5]
 
 
@@ -192,6 +192,6 @@ def test_openrlhf_localisation_bonus_from_json_label(serve, harmful: GameSeed) -
     ],
 )
 def test_openrlhf_bad_requests_are_422(url: str, body: dict, message: str) -> None:
-    response = httpx.post(f"{url}/judge", json=body)
+    response = HTTP.post(f"{url}/judge", json=body)
     assert response.status_code == 422
     assert message in response.json()["detail"]
