@@ -110,3 +110,10 @@ def test_unusable_paths_are_user_errors(tmp_path, capsys):
     assert "field '--output': exists and is not a directory" in capsys.readouterr().err
     assert main(["convert", "--input", str(tmp_path / "absent.csv"), "--output", str(tmp_path / "out")]) == 2
     assert "absent.csv: field '--input': no such file" in capsys.readouterr().err
+
+
+def test_negative_seed_is_an_argument_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(["convert", "--output", str(tmp_path), "--seed", "-1"])
+    assert caught.value.code == 2
+    assert "--seed" in capsys.readouterr().err

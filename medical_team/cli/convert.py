@@ -23,6 +23,17 @@ def _ratio(text: str) -> float:
     return value
 
 
+def _seed(text: str) -> int:
+    """argparse type: a non-negative integer (numpy's generators take no negative seeds)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
+    return value
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register `medplay convert`."""
     parser = subparsers.add_parser(
@@ -40,7 +51,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--benchmark", metavar="CSV", help="held-out MEDEC CSV for evaluation (default: the bundled MEDEC-MS test file)"
     )
     parser.add_argument("--output", required=True, metavar="DIR", help="directory for the output files")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the category draw and the split (default 0)")
+    parser.add_argument("--seed", type=_seed, default=0, help="seed of the category draw and the split (default 0)")
     parser.add_argument(
         "--val-ratio", type=_ratio, default=0.1, metavar="F", help="share of case groups for validation (default 0.1)"
     )

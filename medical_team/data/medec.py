@@ -11,6 +11,7 @@ import io
 import itertools
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -53,6 +54,9 @@ SKIP_EMPTY_ROW = "empty row (every cell blank)"
 REPAIR_MOJIBAKE = "double-encoded characters repaired (ftfy)"
 REPAIR_NEWLINES = "CRLF line endings normalised to LF"
 REPAIR_TRAILING_BLANKS = "blank trailing fields filled (row shorter than the header)"
+
+# Builds the error for a column of the row being read: fail(column, message).
+Fail = Callable[[str, str], UserInputError]
 
 _SURROGATE = re.compile("[\udc80-\udcff]")
 
@@ -283,7 +287,15 @@ def _note_from_cells(cells: dict[str, str], name: str, row: int) -> MedecNote:
     )
 
 
-def _check_error_row(fail, sentences, error_type, sentence_id, error_sentence, corrected_sentence, corrected_text):
+def _check_error_row(
+    fail: Fail,
+    sentences: tuple[str, ...],
+    error_type: str | None,
+    sentence_id: int,
+    error_sentence: str | None,
+    corrected_sentence: str | None,
+    corrected_text: str | None,
+) -> None:
     """Raise unless an `Error Flag = 1` row names a known type and a sentence that exists and matches."""
     if error_type is not None and error_type not in ERROR_TYPES:
         raise fail(ERROR_TYPE, f"unknown error type {error_type!r}; expected one of {', '.join(ERROR_TYPES)}")
@@ -303,7 +315,7 @@ def _check_error_row(fail, sentences, error_type, sentence_id, error_sentence, c
         )
 
 
-def _integer(cell: str, fail, column: str) -> int:
+def _integer(cell: str, fail: Fail, column: str) -> int:
     """The cell as an integer, or a `UserInputError` for this column."""
     value = cell.strip()
     if not re.fullmatch(r"[+-]?\d+", value):

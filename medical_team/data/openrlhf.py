@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,9 @@ OPENRLHF_FIELDS: tuple[str, ...] = (VANILLA, ADVERSARIAL, COMPLETION, DATA_TYPE)
 # GameSeed fields that the JSONL stores under another name.
 _RENAMED = {"text": VANILLA, "category": DATA_TYPE}
 _INT64 = (-(2**63), 2**63 - 1)
+
+# Builds the error for a field of the line being read: fail(field, message).
+Fail = Callable[[str | None, str], UserInputError]
 
 
 @dataclass(frozen=True)
@@ -118,7 +121,7 @@ def _parse_line(line: str, name: str, row: int) -> OpenRLHFRecord:
     return OpenRLHFRecord(seed=seed, extra=extra)
 
 
-def _check_seed_fields(meta: dict[str, Any], fail) -> None:
+def _check_seed_fields(meta: dict[str, Any], fail: Fail) -> None:
     """Raise unless the GameSeed fields are present, typed and consistent."""
     for name in ("note_id", "pair_id", "text", "source_file"):
         if not isinstance(meta.get(name), str) or not meta[name].strip():
@@ -144,7 +147,7 @@ def _check_seed_fields(meta: dict[str, Any], fail) -> None:
         raise fail("sentences", "must be a list of strings")
 
 
-def _check_value(value: Any, fail, key: str) -> None:
+def _check_value(value: Any, fail: Fail, key: str) -> None:
     """Raise for metadata values parquet cannot hold faithfully (integers beyond 64 bits)."""
     if isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
         raise fail(key, "integer does not fit in 64 bits")

@@ -237,7 +237,9 @@ def _check_benchmark_separate(
             )
 
 
-def _report(options: ConvertOptions, loaded: Sequence[LoadResult], bench: LoadResult, dataset: GameDataset):
+def _report(
+    options: ConvertOptions, loaded: Sequence[LoadResult], bench: LoadResult, dataset: GameDataset
+) -> dict[str, Any]:
     """The dataset report as a JSON-able dict (no paths or times, so equal inputs give equal reports)."""
     seeds = dataset.train + dataset.val
     types = case_error_types(seeds)

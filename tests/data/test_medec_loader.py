@@ -11,6 +11,7 @@ from medec_rows import HEADER, clean_row, error_row
 from medical_team.data.medec import (
     REPAIR_MOJIBAKE,
     REPAIR_NEWLINES,
+    REPAIR_TRAILING_BLANKS,
     SKIP_EMPTY_ROW,
     load_medec,
 )
@@ -162,3 +163,13 @@ def test_empty_and_missing_files(tmp_path):
         load_medec(empty)
     with pytest.raises(UserInputError, match="no such file"):
         load_medec(tmp_path / "absent.csv")
+
+
+def test_short_rows_are_filled_with_blanks_and_counted(write_csv):
+    path = write_csv([error_row(0)])
+    short_row = "ms-t-1,A clean note.,0 A clean note.,0,NA,-1\n"  # the last three fields are missing
+    path.write_text(path.read_text(encoding="utf-8") + short_row, encoding="utf-8")
+    result = load_medec(path)
+    assert [note.text_id for note in result.notes] == ["ms-t-0", "ms-t-1"]
+    assert result.repaired == {REPAIR_TRAILING_BLANKS: 1}
+    assert result.notes[1].corrected_text is None
