@@ -1,0 +1,73 @@
+"""Shared fixtures: a tiny local model, verl's composed trainer config, a private Ray cluster with TransferQueue."""
+
+from __future__ import annotations
+
+import importlib.resources
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from omegaconf import DictConfig, OmegaConf, open_dict
+
+MEDPLAY_SECTION: dict[str, Any] = {
+    "training_mode": "joint",
+    "adversarial_games": True,
+    "rewards": {"scheme": "general_sum", "localisation_bonus": 0.0, "remove_ties": True},
+    "judge": {"backend": "rules"},
+}
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random Qwen3 with a locally trained tokenizer (built offline)."""
+    from medical_team.verl_ext.tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture(scope="session")
+def trainer_config(tiny_model_dir: Path) -> DictConfig:
+    """verl's ppo_trainer config with the self-play pieces selected, as `medplay train` composes it."""
+    from hydra import compose, initialize_config_module
+
+    overrides = [
+        f"actor_rollout_ref.model.path={tiny_model_dir}",
+        "actor_rollout_ref.rollout.name=vllm",
+        "actor_rollout_ref.rollout.prompt_length=2048",
+        "actor_rollout_ref.rollout.response_length=1024",
+        "actor_rollout_ref.actor.ppo_mini_batch_size=2",
+        "algorithm.adv_estimator=reinforce_plus_plus_per_role",
+        "algorithm.use_kl_in_reward=true",
+        "algorithm.kl_ctrl.kl_coef=0.01",
+        "data.train_batch_size=4",
+        "trainer.v1.trainer_mode=medplay_sync",
+        "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
+    ]
+    with initialize_config_module("verl.trainer.config", version_base=None):
+        config = compose("ppo_trainer", overrides=overrides)
+    with open_dict(config):
+        config.medplay = OmegaConf.create(MEDPLAY_SECTION)
+    return config
+
+
+@pytest.fixture(scope="session")
+def transfer_queue(trainer_config: DictConfig) -> Iterator[None]:
+    """A private local Ray cluster (never one another process started) with TransferQueue running."""
+    import ray
+    import transfer_queue as tq
+
+    import medical_team.verl_ext.plugin  # noqa: F401 - registers the agent loops, estimator and trainer
+
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
+    tq.init(trainer_config.transfer_queue)
+    yield
+    tq.close()
+    ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def medec_csv() -> Path:
+    """The bundled MEDEC-MS validation file."""
+    resource = importlib.resources.files("medical_team.data.resources")
+    return Path(str(resource / "MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv"))

@@ -1,0 +1,124 @@
+"""Per-role REINFORCE++ through verl's own `compute_advantage` dispatch and KL-in-reward penalty."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from omegaconf import OmegaConf
+from tensordict import TensorDict
+from verl.protocol import DataProto
+from verl.trainer.ppo import core_algos
+from verl.trainer.ppo.ray_trainer import apply_kl_penalty, compute_advantage
+from verl.utils.config import omega_conf_to_dataclass
+from verl.utils.torch_functional import masked_mean, masked_var
+
+from medical_team.verl_ext.advantage import PER_ROLE_ESTIMATOR
+from medical_team.verl_ext.roles import role_uid
+from medical_team.vocab import Role
+
+RESPONSE_LENGTH = 6
+
+
+def algo_config(kl_coef: float = 0.01):
+    """verl's AlgoConfig dataclass as the trainer builds it."""
+    raw = OmegaConf.create(
+        {
+            "_target_": "verl.trainer.config.AlgoConfig",
+            "gamma": 1.0,
+            "lam": 1.0,
+            "adv_estimator": PER_ROLE_ESTIMATOR,
+            "use_kl_in_reward": True,
+            "kl_penalty": "kl",
+            "kl_ctrl": {"_target_": "verl.trainer.config.KLControlConfig", "type": "fixed", "kl_coef": kl_coef},
+        }
+    )
+    return omega_conf_to_dataclass(raw)
+
+
+def batch(rewards: list[float], roles: list[Role | None], lengths: list[int]) -> DataProto:
+    """Rows with an outcome reward on their last response token, as verl's agent loop stores `rm_scores`."""
+    n = len(rewards)
+    mask = torch.zeros(n, RESPONSE_LENGTH, dtype=torch.int64)
+    scores = torch.zeros(n, RESPONSE_LENGTH)
+    for row, (reward, length) in enumerate(zip(rewards, lengths, strict=True)):
+        mask[row, :length] = 1
+        if length:
+            scores[row, length - 1] = reward
+    uids = [role_uid(f"p{row // 2}", role) if role else f"pad{row}" for row, role in enumerate(roles)]
+    generator = torch.Generator().manual_seed(0)
+    return DataProto(
+        batch=TensorDict(
+            {
+                "response_mask": mask,
+                "token_level_scores": scores,
+                "old_log_probs": -torch.rand(n, RESPONSE_LENGTH, generator=generator),
+                "ref_log_prob": -torch.rand(n, RESPONSE_LENGTH, generator=generator),
+            },
+            batch_size=n,
+        ),
+        non_tensor_batch={"uid": np.array(uids, dtype=object)},
+    )
+
+
+ROLES = [Role.ATTACKER, Role.ASSESSOR] * 4 + [None]
+ATTACKER_REWARDS = [2.5, -0.5, 1.5, 0.5]  # general_sum attacker totals live around +-2.5
+ASSESSOR_REWARDS = [2.0, -2.0, 0.0, 2.0]
+
+
+def mixed_batch() -> DataProto:
+    rewards = [r for pair in zip(ATTACKER_REWARDS, ASSESSOR_REWARDS, strict=True) for r in pair] + [0.0]
+    return batch(rewards, ROLES, [6, 4, 5, 3, 6, 6, 2, 5, 0])
+
+
+def rows_of(role: Role | None) -> list[int]:
+    return [i for i, r in enumerate(ROLES) if r is role]
+
+
+def test_estimator_is_registered_with_verl() -> None:
+    assert core_algos.get_adv_estimator_fn(PER_ROLE_ESTIMATOR).__module__ == "medical_team.verl_ext.advantage"
+
+
+def test_advantages_are_whitened_separately_per_role() -> None:
+    data = mixed_batch()
+    data.batch["token_level_rewards"] = data.batch["token_level_scores"]
+    out = compute_advantage(data, adv_estimator=PER_ROLE_ESTIMATOR, config=algo_config())
+    adv, mask = out.batch["advantages"], out.batch["response_mask"]
+    for role in (Role.ATTACKER, Role.ASSESSOR):
+        rows = rows_of(role)
+        assert masked_mean(adv[rows], mask[rows]).item() == pytest.approx(0.0, abs=1e-5)
+        assert masked_var(adv[rows], mask[rows]).item() == pytest.approx(1.0, abs=1e-3)
+        # each role's advantages are exactly verl's REINFORCE++ run on that role's rows alone
+        alone, _ = core_algos.compute_reinforce_plus_plus_outcome_advantage(
+            data.batch["token_level_rewards"][rows], mask[rows], config=algo_config()
+        )
+        torch.testing.assert_close(adv[rows], alone)
+    assert torch.count_nonzero(adv[rows_of(None)]) == 0  # padding row
+    # whitening the whole batch at once would mix the roles: the per-role result differs
+    joint, _ = core_algos.compute_reinforce_plus_plus_outcome_advantage(
+        data.batch["token_level_rewards"], mask, config=algo_config()
+    )
+    assert not torch.allclose(joint, adv)
+
+
+def test_returns_include_the_kl_penalty_of_the_reward() -> None:
+    data = mixed_batch()
+    kl_ctrl = core_algos.get_kl_controller(algo_config().kl_ctrl)
+    data, kl_metrics = apply_kl_penalty(data, kl_ctrl=kl_ctrl, kl_penalty="kl")
+    assert kl_metrics["actor/reward_kl_penalty_coeff"] == pytest.approx(0.01)
+    out = compute_advantage(data, adv_estimator=PER_ROLE_ESTIMATOR, config=algo_config())
+    mask = out.batch["response_mask"]
+    kl = (data.batch["old_log_probs"] - data.batch["ref_log_prob"]) * mask
+    expected_first_return = (data.batch["token_level_scores"] - 0.01 * kl).sum(dim=1)
+    torch.testing.assert_close(out.batch["returns"][:, 0], expected_first_return * mask[:, 0])
+
+
+def test_rows_must_carry_uids() -> None:
+    fn = core_algos.get_adv_estimator_fn(PER_ROLE_ESTIMATOR)
+    data = mixed_batch()
+    with pytest.raises(ValueError, match="uids"):
+        fn(
+            token_level_rewards=data.batch["token_level_scores"],
+            response_mask=data.batch["response_mask"],
+            config=algo_config(),
+        )

@@ -1,0 +1,208 @@
+"""One game per row through verl's real V1 path: agent loop -> worker -> TransferQueue -> replay buffer -> advantages.
+
+The only stand-in is the LLM server (scripted replies); the agent loop, verl's worker post-processing,
+TransferQueue, the replay buffer and `_compute_advantage` (KL penalty, estimator) are verl's and ours.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from omegaconf import DictConfig
+from verl.utils.torch_functional import masked_mean, masked_var
+from verl.workers.rollout.replica import TokenOutput
+
+from medical_team.data.medec import load_medec
+from medical_team.data.seeds import build_seeds
+from medical_team.game import metric_names
+from medical_team.game.dataset import game_row
+from medical_team.vocab import Category, Role
+
+ASSESSOR_REPLY = "The note reads as consistent. </think> <answer> verdict: NO_ERROR </answer>"
+GLOBAL_STEP = 1
+
+
+class ScriptedLLMServer:
+    """Stands in for verl's rollout server: the attacker copies the note with one word changed, the assessor says NO_ERROR."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+
+    async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict, **_: Any) -> TokenOutput:
+        prompt = self.tokenizer.decode(prompt_ids)
+        if "You are the Attacker" in prompt:
+            note = prompt.split("Clinical note:\n", 1)[1].split("<|im_end|>", 1)[0]
+            reply = f"Subtler wording. </think> <answer> {note.replace(' the ', ' this ', 1)} </answer>"
+        else:
+            reply = ASSESSOR_REPLY
+        ids = self.tokenizer.encode(reply, add_special_tokens=False)[: sampling_params.get("max_tokens", 10_000)]
+        return TokenOutput(
+            token_ids=ids,
+            log_probs=[-0.5] * len(ids),
+            extra_fields={"min_global_steps": GLOBAL_STEP, "max_global_steps": GLOBAL_STEP},
+        )
+
+
+def rows(medec_csv: Path, per_category: int) -> list[dict[str, Any]]:
+    """`per_category` game rows of every category from real MEDEC seeds, as `medplay convert` writes them."""
+    seeds = build_seeds(load_medec(medec_csv).notes, seed=0)
+    chosen = [s for c in Category for s in [s for s in seeds if s.category is c][:per_category]]
+    return [game_row(seed, index=i, split="train") for i, seed in enumerate(chosen)]
+
+
+def with_mode(config: DictConfig, mode: str) -> DictConfig:
+    """A copy of the trainer config with `medplay.training_mode` set."""
+    config = copy.deepcopy(config)
+    config.medplay.training_mode = mode
+    return config
+
+
+async def play(worker: Any, game_rows: list[dict[str, Any]]) -> list[str]:
+    """Submit the rows as verl's trainer does and play every game; returns the prompt uids."""
+    import transfer_queue as tq
+
+    uids = [str(uuid.uuid4()) for _ in game_rows]
+    tags = [{"is_prompt": True, "status": "pending", "global_steps": GLOBAL_STEP} for _ in uids]
+    await tq.async_kv_batch_put(keys=uids, partition_id="train", tags=tags)
+    sampling = {"temperature": 1.0, "top_p": 1.0, "top_k": -1, "repetition_penalty": 1.0, "logprobs": True}
+    for uid, (index, row) in zip(uids, enumerate(game_rows), strict=True):
+        prompt = {
+            **row,
+            "raw_prompt": row["prompt"],
+            "uid": uid,
+            "global_steps": GLOBAL_STEP,
+            "index": index,
+            "agent_name": "medplay_selfplay",
+        }
+        trajectory = {"step": GLOBAL_STEP, "sample_index": index, "rollout_n": 0, "validate": False}
+        await worker._run_prompt(prompt, sampling, trajectory=trajectory)
+    return uids
+
+
+def sample_and_compute_advantages(config: DictConfig, count: int) -> tuple[dict[str, Any], Any]:
+    """verl's replay buffer samples the step's batch, old/ref log-probs are written, verl computes advantages.
+
+    Returns the step's metrics and the batch rows as stored after the advantage computation.
+    """
+    import transfer_queue as tq
+
+    from medical_team.verl_ext.trainer import SelfPlayTrainer, sample_metrics
+
+    trainer = SelfPlayTrainer(config)
+    batch, _ = trainer.replay_buffer.sample(global_steps=GLOBAL_STEP, partition_id="train", batch_size=count)
+    lengths = tq.kv_batch_get(keys=batch.keys, partition_id="train", select_fields=["responses"])["responses"]
+    sizes = lengths.offsets().diff().tolist()
+    generator = torch.Generator().manual_seed(0)
+    fields = {
+        name: torch.nested.as_nested_tensor([-torch.rand(n, generator=generator) for n in sizes], layout=torch.jagged)
+        for name in ("old_log_probs", "ref_log_prob")
+    }
+    from tensordict import TensorDict
+
+    tq.kv_batch_put(keys=batch.keys, partition_id="train", fields=TensorDict(fields, batch_size=len(sizes)))
+    metrics: dict[str, Any] = {}
+    trainer._compute_advantage(batch, metrics)
+    data = tq.kv_batch_get(
+        keys=batch.keys,
+        partition_id="train",
+        select_fields=[
+            "uid",
+            "extra_info",
+            "rm_scores",
+            "advantages",
+            "response_mask",
+            "extra_fields",
+            "token_level_rewards",
+        ],
+    )
+    metrics.update(sample_metrics(batch))
+    tq.kv_clear(keys=batch.keys, partition_id="train")
+    return metrics, data
+
+
+@pytest.fixture()
+def make_worker(trainer_config: DictConfig, transfer_queue: None):
+    """verl's agent-loop worker class with our overrides, constructed in-process on the scripted server."""
+    from medical_team.verl_ext.agent_loop_manager import _SelfPlayAgentLoopWorker
+
+    def build(mode: str) -> Any:
+        config = with_mode(trainer_config, mode)
+        worker = _SelfPlayAgentLoopWorker(config, None, None, None)
+        worker.llm_client = ScriptedLLMServer(worker.tokenizer)
+        return worker, config
+
+    return build
+
+
+def test_each_role_keeps_its_own_reward_and_is_whitened_alone(make_worker, medec_csv: Path) -> None:
+    worker, config = make_worker("joint")
+    game_rows = rows(medec_csv, per_category=2)
+    asyncio.run(play(worker, game_rows))
+    metrics, data = sample_and_compute_advantages(config, len(game_rows))
+
+    roles = [Role(extra["role"]) for extra in data["extra_fields"]]
+    rewards = data["rm_scores"].to_padded_tensor(0.0).sum(dim=1)
+    # 4 adversarial games x 2 outputs + 4 vanilla games x 1 output
+    assert roles.count(Role.ATTACKER) == 4 and roles.count(Role.ASSESSOR) == 8
+    assert metrics["samples/attacker"] == 4 and metrics["samples/assessor"] == 8
+
+    # each row carries exactly its own role's reward as the game API settled it
+    from medical_team.game import GameOutcome
+
+    records, judge_stats = worker.ledger.drain()
+    assert len(records) == len(game_rows) and judge_stats.requests == 4
+    settled = {(o.note_id, o.category.value): o for o in map(GameOutcome.from_record, records)}
+    games: dict[str, dict[Role, float]] = {}
+    for uid, info, extra, role, reward in zip(
+        data["uid"], data["extra_info"], data["extra_fields"], roles, rewards.tolist(), strict=True
+    ):
+        outcome = settled[(info["note_id"], extra["category"])]
+        expected = outcome.attacker_reward if role is Role.ATTACKER else outcome.assessor_reward
+        assert reward == pytest.approx(expected)
+        games.setdefault(uid.split("_")[0], {})[role] = reward
+    adversarial = [game for game in games.values() if Role.ATTACKER in game]
+    assert len(adversarial) == 4
+    # rules judge: the rewrite realises the intended label (an error), the assessor answers NO_ERROR:
+    # attacker 1 (format) + 1 (assessor wrong) + 0.5 (faithful), assessor 1 (format) - 1 (wrong)
+    assert all((game[Role.ATTACKER], game[Role.ASSESSOR]) == (2.5, 0.0) for game in adversarial)
+
+    # the KL penalty (0.01) is in the token-level rewards, and each role is whitened on its own
+    assert "actor/reward_kl_penalty" in metrics and metrics["actor/reward_kl_penalty_coeff"] == pytest.approx(0.01)
+    advantages = data["advantages"].to_padded_tensor(0.0)
+    mask = data["response_mask"].to_padded_tensor(0)
+    for role in (Role.ATTACKER, Role.ASSESSOR):
+        rows_of_role = [i for i, r in enumerate(roles) if r is role]
+        assert masked_mean(advantages[rows_of_role], mask[rows_of_role]).item() == pytest.approx(0.0, abs=1e-4)
+        assert masked_var(advantages[rows_of_role], mask[rows_of_role]).item() == pytest.approx(1.0, abs=1e-2)
+
+
+@pytest.mark.parametrize(
+    ("mode", "trained", "absent"),
+    [("assessor", Role.ASSESSOR, Role.ATTACKER), ("attacker", Role.ATTACKER, Role.ASSESSOR)],
+)
+def test_training_mode_keeps_only_its_role_in_the_update_batch(
+    make_worker, medec_csv: Path, mode: str, trained: Role, absent: Role
+) -> None:
+    worker, config = make_worker(mode)
+    game_rows = rows(medec_csv, per_category=1)
+    asyncio.run(play(worker, game_rows))
+    metrics, data = sample_and_compute_advantages(config, len(game_rows))
+
+    roles = {Role(extra["role"]) for extra in data["extra_fields"]}
+    assert roles == {trained}
+    assert metrics[f"samples/{absent.value}"] == 0 and metrics[f"samples/{trained.value}"] > 0
+    # every game was still played and settled, so the step's game metrics see all of them
+    from medical_team.game import GameOutcome, game_metrics
+
+    records, stats = worker.ledger.drain()
+    assert len(records) == len(game_rows)
+    step_metrics = game_metrics([GameOutcome.from_record(r) for r in records], stats)
+    assert set(step_metrics) == set(metric_names())
+    if mode == "attacker":  # attacker mode plays every row adversarially
+        assert step_metrics["judge/calls"] == len(game_rows)
