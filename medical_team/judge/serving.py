@@ -68,6 +68,7 @@ class BackgroundServer:
         self.server.install_signal_handlers = lambda: None  # type: ignore[method-assign]  # not the main thread
         self.host = host
         self.requested_port = port
+        self._port: int | None = None
         self._thread = threading.Thread(target=self._run, name="judge-server", daemon=True)
 
     def _run(self) -> None:
@@ -78,8 +79,10 @@ class BackgroundServer:
 
     @property
     def port(self) -> int:
-        """The port the server listens on (known once started)."""
-        return self.server.servers[0].sockets[0].getsockname()[1]
+        """The port the server listens on (known once started, kept after it stops)."""
+        if self._port is None:
+            raise RuntimeError("the judge server has not started yet")
+        return self._port
 
     @property
     def url(self) -> str:
@@ -96,6 +99,7 @@ class BackgroundServer:
                     f"judge server could not listen on {self.host}:{self.requested_port} (in use?); see the log above"
                 )
             time.sleep(0.01)
+        self._port = self.server.servers[0].sockets[0].getsockname()[1]
         return self
 
     def wait(self) -> None:
