@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from medical_team.errors import UserInputError
 
@@ -113,6 +113,8 @@ def record_run(config: DictConfig) -> None:
 
     output = Path(config.medplay.output_dir)
     output.mkdir(parents=True, exist_ok=True)
+    # verl's file logger opens the metrics file without creating its folder.
+    Path(config.medplay.metrics_file).parent.mkdir(parents=True, exist_ok=True)
     OmegaConf.save(config, output / "config.yaml")
     (output / "versions.json").write_text(json.dumps(stack_versions(), indent=2) + "\n")
 
@@ -127,6 +129,23 @@ def run_paths(config: DictConfig) -> RunPaths:
     )
 
 
+def choose_ray_cluster(config: DictConfig) -> str:
+    """Join the cluster in RAY_ADDRESS, else always start a private one (never an unrelated local head).
+
+    Without an address Ray joins any head started on this machine; resources (num_cpus/num_gpus)
+    may only be given when starting a cluster, so they are dropped when joining one.
+    """
+    ray_init = config.ray_kwargs.ray_init
+    address = os.environ.get("RAY_ADDRESS")
+    if address:
+        for key in ("num_cpus", "num_gpus"):
+            ray_init.pop(key, None)
+        return address
+    with open_dict(ray_init):
+        ray_init.address = "local"
+    return "a new local cluster"
+
+
 def run_verl(config: DictConfig) -> None:
     """verl's `main_ppo.main` body for an already composed config: device, validation, Ray, task runner."""
     import ray
@@ -138,6 +157,7 @@ def run_verl(config: DictConfig) -> None:
     auto_set_device(config)
     validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     started_ray = not ray.is_initialized() and not os.environ.get("RAY_ADDRESS")
+    print(f"medplay: Ray: {choose_ray_cluster(config)}")
     try:
         if config.trainer.use_v1:
             run_ppo(config, task_runner_class=TaskRunnerV1)
