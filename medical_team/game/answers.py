@@ -78,14 +78,14 @@ def parse_assessor_answer(answer: str) -> AssessorAnswer:
             values[current][-1] = f"{values[current][-1]} {line.strip()}"
 
     def first(name: str) -> str | None:
-        found = [_unquote(v) for v in values[name] if _unquote(v)]
-        return found[0] if found else None
+        return next((text for text in map(_unquote, values[name]) if text), None)
 
+    error_type_text = first("error_type")
     return AssessorAnswer(
         verdict=_verdict(values["verdict"]),
         sentence=first("sentence"),
-        error_type=_error_type(first("error_type")),
-        error_type_text=first("error_type"),
+        error_type=_error_type(error_type_text),
+        error_type_text=error_type_text,
         correction=first("correction"),
     )
 

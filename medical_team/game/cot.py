@@ -59,56 +59,51 @@ def _occurrences(text: str, tag: str) -> list[int]:
     return positions
 
 
-def _out_of_order(positions: dict[str, list[int]]) -> bool:
+def _out_of_order(text: str, firsts: tuple[int, int, int], repeated: bool) -> bool:
     """True when, read left to right, the tags do not follow `</think>` -> `<answer>` -> `</answer>`."""
-    ranked = sorted((pos, rank) for rank, tag in enumerate(_ORDERED_TAGS) for pos in positions[tag])
-    ranks = [rank for _, rank in ranked]
-    return any(a > b for a, b in itertools.pairwise(ranks))
-
-
-def _answer_span(text: str, opens: list[int]) -> tuple[int, int] | None:
-    """(start, end) of the text inside the first `<answer>` and the first `</answer>` after it."""
-    if not opens:
-        return None
-    start = opens[0] + len(ANSWER_OPEN)
-    end = text.find(ANSWER_CLOSE, start)
-    return (start, end) if end != -1 else None
+    if not repeated:  # common case: each tag occurs at most once, so compare first positions
+        present = [pos for pos in firsts if pos != -1]
+        return present != sorted(present)
+    ranked = sorted((pos, rank) for rank, tag in enumerate(_ORDERED_TAGS) for pos in _occurrences(text, tag))
+    return any(a[1] > b[1] for a, b in itertools.pairwise(ranked))
 
 
 def parse_response(text: str) -> ParsedResponse:
     """Parse one response; never raises, whatever the text."""
-    positions = {tag: _occurrences(text, tag) for tag in _ORDERED_TAGS}
-    closes, opens, ends = positions[THINK_CLOSE], positions[ANSWER_OPEN], positions[ANSWER_CLOSE]
-    span = _answer_span(text, opens)
-    found: set[FormatRule] = set()
-
-    if not closes:
-        found.add(FormatRule.NO_THINK_CLOSE)
+    close, opening, first_end = text.find(THINK_CLOSE), text.find(ANSWER_OPEN), text.find(ANSWER_CLOSE)
+    span_end = text.find(ANSWER_CLOSE, opening + len(ANSWER_OPEN)) if opening != -1 else -1
+    span = text[opening + len(ANSWER_OPEN) : span_end] if span_end != -1 else None
+    reasoning = text[:close].strip() if close != -1 else ""
+    last_end = text.rfind(ANSWER_CLOSE)
+    repeated = (
+        text.find(THINK_CLOSE, close + 1) != -1 or text.find(ANSWER_OPEN, opening + 1) != -1 or (first_end != last_end)
+    )
+    # Checked in FormatRule declaration order, so `violations` comes out in that order.
+    broken = []
+    if close == -1:
+        broken.append(FormatRule.NO_THINK_CLOSE)
     if span is None:
-        found.add(FormatRule.NO_ANSWER_SPAN)
+        broken.append(FormatRule.NO_ANSWER_SPAN)
     if THINK_OPEN in text:
-        found.add(FormatRule.THINK_REOPENED)
-    reasoning = text[: closes[0]].strip() if closes else ""
-    if closes and not reasoning:
-        found.add(FormatRule.EMPTY_REASONING)
-    if span is not None and not text[span[0] : span[1]].strip():
-        found.add(FormatRule.EMPTY_ANSWER)
-    if any(len(p) > 1 for p in positions.values()):
-        found.add(FormatRule.REPEATED_TAG)
-    if _out_of_order(positions):
-        found.add(FormatRule.TAGS_OUT_OF_ORDER)
-    if text.startswith(THINK_CLOSE):
-        found.add(FormatRule.THINK_CLOSE_AT_START)
-    if closes and opens and closes[0] < opens[0] and text[closes[0] + len(THINK_CLOSE) : opens[0]].strip():
-        found.add(FormatRule.TEXT_BEFORE_ANSWER)
-    if ends and text[ends[-1] + len(ANSWER_CLOSE) :].strip():
-        found.add(FormatRule.TEXT_AFTER_ANSWER)
-
-    answer = text[span[0] : span[1]].strip() if span is not None else text.strip()
+        broken.append(FormatRule.THINK_REOPENED)
+    if close != -1 and not reasoning:
+        broken.append(FormatRule.EMPTY_REASONING)
+    if span is not None and not span.strip():
+        broken.append(FormatRule.EMPTY_ANSWER)
+    if repeated:
+        broken.append(FormatRule.REPEATED_TAG)
+    if _out_of_order(text, (close, opening, first_end), repeated):
+        broken.append(FormatRule.TAGS_OUT_OF_ORDER)
+    if close == 0:
+        broken.append(FormatRule.THINK_CLOSE_AT_START)
+    if -1 < close < opening and text[close + len(THINK_CLOSE) : opening].strip():
+        broken.append(FormatRule.TEXT_BEFORE_ANSWER)
+    if last_end != -1 and text[last_end + len(ANSWER_CLOSE) :].strip():
+        broken.append(FormatRule.TEXT_AFTER_ANSWER)
     return ParsedResponse(
         text=text,
         reasoning=reasoning,
-        answer=answer,
+        answer=span.strip() if span is not None else text.strip(),
         has_answer_span=span is not None,
-        violations=tuple(rule for rule in FormatRule if rule in found),
+        violations=tuple(broken),
     )

@@ -17,7 +17,7 @@ from typing import Any
 
 from medical_team.data.records import GameSeed
 from medical_team.game.answers import AssessorAnswer, parse_assessor_answer, sentence_matches
-from medical_team.game.cot import parse_response
+from medical_team.game.cot import ParsedResponse, parse_response
 from medical_team.game.judging import Judge, JudgeRequest, JudgeVerdict
 from medical_team.game.rewards import RewardConfig, ScoreInputs, score_game
 from medical_team.vocab import BenignAttackMode, Category, Label
@@ -138,15 +138,21 @@ def intended_label(category: Category, benign_mode: BenignAttackMode = BenignAtt
     return category.seed_label
 
 
-def note_for_assessor(seed: GameSeed, attacker_response: str | None) -> str:
-    """The note the assessor judges: the seed copied as-is in vanilla games, else the attacker's parsed answer."""
+def _attack(seed: GameSeed, attacker_response: str | None) -> ParsedResponse | None:
+    """The parsed attacker response of an adversarial game (None in vanilla games); checks it is there iff needed."""
     if not seed.category.adversarial:
         if attacker_response is not None:
             raise ValueError(f"seed {seed.note_id} is {seed.category.value}: vanilla games have no attacker turn")
-        return seed.text
+        return None
     if attacker_response is None:
         raise ValueError(f"seed {seed.note_id} is {seed.category.value}: the attacker's response is required")
-    return parse_response(attacker_response).answer
+    return parse_response(attacker_response)
+
+
+def note_for_assessor(seed: GameSeed, attacker_response: str | None) -> str:
+    """The note the assessor judges: the seed copied as-is in vanilla games, else the attacker's parsed answer."""
+    attack = _attack(seed, attacker_response)
+    return seed.text if attack is None else attack.answer
 
 
 def judge_request(seed: GameSeed, attacker_response: str | None, config: GameConfig) -> JudgeRequest | None:
@@ -207,11 +213,10 @@ def settle(
     config: GameConfig,
 ) -> GameOutcome:
     """Settle one played game: parse both responses, take the truth, score both roles."""
-    note = note_for_assessor(seed, attacker_response)
+    attack = _attack(seed, attacker_response)
+    note = seed.text if attack is None else attack.answer
     truth, faithful = _truth(seed, verdict)
-    attacker_violations = None
-    if attacker_response is not None:
-        attacker_violations = tuple(rule.value for rule in parse_response(attacker_response).violations)
+    attacker_violations = None if attack is None else tuple(rule.value for rule in attack.violations)
     parsed = parse_response(assessor_response)
     answer: AssessorAnswer = parse_assessor_answer(parsed.answer)
     assessor_violations = tuple(rule.value for rule in parsed.violations)
@@ -221,9 +226,10 @@ def settle(
     known_sentence = _known_error_sentence(seed, note, verdict, truth)
     matched = answer.verdict is Label.ERROR and sentence_matches(answer.sentence, known_sentence)
     intended = intended_label(seed.category, config.benign_mode)
+    adversarial = attack is not None
     rewards = score_game(
         ScoreInputs(
-            adversarial=seed.category.adversarial,
+            adversarial=adversarial,
             truth=truth,
             intended=intended,
             verdict=answer.verdict,
@@ -234,7 +240,7 @@ def settle(
         ),
         config.rewards,
     )
-    tie = seed.category.adversarial and truth is None
+    tie = adversarial and truth is None
     return GameOutcome(
         note_id=seed.note_id,
         category=seed.category,
@@ -246,7 +252,7 @@ def settle(
         faithful=faithful,
         judge_parse_error=bool(verdict and verdict.parse_error),
         judge_reason=verdict.reason if verdict is not None else "data label",
-        error_type=seed.error_type if truth is Label.ERROR and seed.category.seed_label is Label.ERROR else None,
+        error_type=seed.error_type if truth is Label.ERROR and seed.label is Label.ERROR else None,
         known_error_sentence=known_sentence,
         sentence_match=matched,
         assessor_violations=assessor_violations,

@@ -1,0 +1,197 @@
+"""The game manager plays real MEDEC seeds with a tiny Hugging Face model and real judges."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from medical_team.data.medec import VALIDATION_CSV, bundled_csv, load_medec
+from medical_team.data.records import GameSeed
+from medical_team.data.seeds import build_seeds
+from medical_team.game.cot import parse_response
+from medical_team.game.hf_generator import HFGenerator, SamplingSettings
+from medical_team.game.manager import GameBatch, MedicalDialogueGameManager
+from medical_team.game.prompts import Message, assessor_messages, attacker_messages
+from medical_team.game.rewards import RewardConfig
+from medical_team.game.settle import GameConfig
+from medical_team.judge.backends import BackendSettings, build_judge
+from medical_team.judge.rules import RulesJudge
+from medical_team.vocab import ERROR_TYPES, Category, Role
+
+# Every metric name of GAME.md's "Metrics" section, with <category> and <error_type> expanded.
+GAME_MD_METRICS = [
+    *(f"game/count/{c.value}" for c in Category),
+    "game/tie_rate",
+    "game/error_note_rate",
+    "assessor/accuracy",
+    *(f"assessor/accuracy/{c.value}" for c in Category),
+    *(f"assessor/recall/{t}" for t in ERROR_TYPES),
+    "assessor/false_alarm_rate",
+    "assessor/miss_rate",
+    "assessor/sentence_accuracy",
+    "assessor/reward_mean",
+    "assessor/format_violation_rate",
+    "attacker/success_rate",
+    "attacker/success_rate/adversarial_harmful",
+    "attacker/success_rate/adversarial_benign",
+    "attacker/faithfulness_rate",
+    "attacker/reward_mean",
+    "attacker/format_violation_rate",
+    "judge/calls",
+    "judge/parse_error_rate",
+    "judge/latency_s",
+]
+
+
+@pytest.fixture(scope="module")
+def seeds() -> list[GameSeed]:
+    """Four real MEDEC validation seeds of each category (16 games)."""
+    all_seeds = build_seeds(load_medec(bundled_csv(VALIDATION_CSV)).notes, seed=0)
+    picked = [s for c in Category for s in [s for s in all_seeds if s.category is c][:4]]
+    assert len(picked) == 16
+    return picked
+
+
+class RecordingGenerator:
+    """Wraps a generator and keeps every prompt it was asked to continue."""
+
+    def __init__(self, inner: HFGenerator) -> None:
+        self.inner = inner
+        self.prompts: list[list[Message]] = []
+
+    def generate(self, prompts: Sequence[list[Message]]) -> list[str]:
+        """Record, then generate with the wrapped model."""
+        self.prompts += list(prompts)
+        return self.inner.generate(prompts)
+
+
+class CopyingPolicy:
+    """A deterministic policy: the attacker returns the note unchanged, the assessor always says ERROR."""
+
+    def generate(self, prompts: Sequence[list[Message]]) -> list[str]:
+        """Compliant responses built from each prompt's clinical note."""
+        out = []
+        for messages in prompts:
+            note = messages[-1]["content"].split("Clinical note:\n", 1)[1]
+            attacker = "Attacker" in messages[0]["content"]
+            answer = note if attacker else "verdict: ERROR\nsentence: none"
+            out.append(f"I keep it as it is. </think> <answer>\n{answer}\n</answer>")
+        return out
+
+
+def check_batch(batch: GameBatch, seeds: list[GameSeed]) -> None:
+    """Invariants of every played batch."""
+    assert set(GAME_MD_METRICS) <= set(batch.metrics)
+    assert [g.seed for g in batch.games] == seeds
+    for i, game in enumerate(batch.games):
+        attack, assess = game.turn(Role.ATTACKER), game.turn(Role.ASSESSOR)
+        roles = {e.role for e in batch.experiences if e.game_index == i}
+        if game.seed.category.adversarial:
+            assert attack is not None and attack.messages == attacker_messages(game.seed)
+            assert assess.messages == assessor_messages(parse_response(attack.response).answer)
+            assert roles == (set() if game.outcome.dropped else {Role.ATTACKER, Role.ASSESSOR})
+        else:
+            assert attack is None and game.judge_verdict is None
+            assert assess.messages == assessor_messages(game.seed.text)
+            assert roles == {Role.ASSESSOR}
+    for e in batch.experiences:
+        assert e.category == batch.games[e.game_index].seed.category.value
+
+
+def test_tiny_model_plays_sixteen_games_with_the_rules_judge(tiny_model_dir: Path, seeds: list[GameSeed]) -> None:
+    generator = RecordingGenerator(
+        HFGenerator.from_pretrained(str(tiny_model_dir), SamplingSettings(max_new_tokens=24))
+    )
+    batch = MedicalDialogueGameManager(generator, RulesJudge()).play(seeds)
+    check_batch(batch, seeds)
+    assert len(generator.prompts) == 8 + 16  # attacker prompts, then one assessor prompt per game
+    assert batch.metrics["game/games"] == 16 and batch.metrics["judge/calls"] == 8
+    assert all(batch.metrics[f"game/count/{c.value}"] == 4 for c in Category)
+    assert sum(e.role is Role.ATTACKER for e in batch.experiences) == 8
+    assert sum(e.role is Role.ASSESSOR for e in batch.experiences) == 16
+    # a random model breaks the format: both roles are punished for it
+    assert batch.metrics["assessor/format_violation_rate"] == 1.0
+    assert all(e.reward <= 0 for e in batch.experiences)
+
+
+def test_tiny_model_judge_cannot_parse_so_games_tie_and_are_removed(
+    tiny_model_dir: Path, seeds: list[GameSeed]
+) -> None:
+    judge = build_judge(BackendSettings(backend="hf", model=str(tiny_model_dir), max_new_tokens=16, dtype="float32"))
+    generator = HFGenerator.from_pretrained(str(tiny_model_dir), SamplingSettings(max_new_tokens=16))
+    batch = MedicalDialogueGameManager(generator, judge).play(seeds)
+    check_batch(batch, seeds)
+    adversarial = [g for g in batch.games if g.seed.category.adversarial]
+    ties = [g for g in adversarial if g.outcome.tie]
+    # a random judge writes no parseable verdict; only rule-settled games (e.g. empty rewrites) escape a tie
+    assert all(g.judge_verdict.reason.startswith("rule:") for g in adversarial if not g.outcome.tie)
+    assert ties and batch.ties_removed == len(ties) == batch.metrics["game/ties_removed"]
+    assert batch.metrics["game/tie_rate"] == len(ties) / 16
+    assert batch.metrics["judge/parse_error_rate"] == sum(g.outcome.judge_parse_error for g in adversarial) / 8
+    assert batch.metrics["judge/latency_s"] > 0
+    assert len(batch.experiences) == 16 + 8 - 2 * len(ties)
+
+
+def test_copied_rewrites_are_settled_by_the_rules_and_scored(seeds: list[GameSeed]) -> None:
+    batch = MedicalDialogueGameManager(
+        CopyingPolicy(), RulesJudge(), GameConfig(RewardConfig(localisation_bonus=1.0))
+    ).play(seeds)
+    check_batch(batch, seeds)
+    by_category = {c: [g for g in batch.games if g.seed.category is c] for c in Category}
+    for game in batch.games:  # the attacker's reasoning never reaches the assessor
+        assert "I keep it as it is" not in game.turn(Role.ASSESSOR).messages[-1]["content"]
+    for game in by_category[Category.ADVERSARIAL_HARMFUL]:
+        # copying an error note keeps the error: faithful; the assessor says ERROR and is right
+        assert game.outcome.truth.value == "error" and game.outcome.faithful
+        assert game.outcome.attacker_terms == {"format": 1.0, "outcome": -1.0, "faithfulness": 0.5}
+    for game in by_category[Category.ADVERSARIAL_BENIGN]:
+        # a copied clean note injects nothing: not faithful, and the ERROR verdict is a false alarm
+        assert game.outcome.truth.value == "no_error" and not game.outcome.faithful
+        assert game.outcome.attacker_terms == {"format": 1.0, "outcome": 1.0, "faithfulness": -0.5}
+    assert batch.metrics["assessor/accuracy/vanilla_harmful"] == 1.0
+    assert batch.metrics["assessor/false_alarm_rate"] == 1.0
+    assert batch.metrics["attacker/success_rate/adversarial_benign"] == 1.0
+    assert batch.metrics["assessor/format_violation_rate"] == 0.0
+    assert batch.metrics["assessor/sentence_accuracy"] == 0.0  # it quoted "none"
+
+
+def test_assessor_only_training_keeps_no_attacker_samples(seeds: list[GameSeed]) -> None:
+    manager = MedicalDialogueGameManager(CopyingPolicy(), RulesJudge(), train_roles=frozenset({Role.ASSESSOR}))
+    batch = manager.play(seeds)
+    assert {e.role for e in batch.experiences} == {Role.ASSESSOR} and len(batch.experiences) == 16
+
+
+def test_empty_batch_still_reports_every_metric() -> None:
+    batch = MedicalDialogueGameManager(CopyingPolicy(), RulesJudge()).play([])
+    assert batch.experiences == [] and set(GAME_MD_METRICS) <= set(batch.metrics)
+
+
+def test_greedy_batched_generation_equals_one_at_a_time(tiny_model_dir: Path) -> None:
+    settings = SamplingSettings(max_new_tokens=12, do_sample=False, batch_size=4)
+    generator = HFGenerator.from_pretrained(str(tiny_model_dir), settings)
+    prompts = [assessor_messages("Short."), assessor_messages("A longer note: the patient has fever and a cough.")]
+    assert generator.generate(prompts) == [generator.generate([p])[0] for p in prompts]
+
+
+def test_sampling_is_reproducible_with_a_seed(tiny_model_dir: Path, tiny_qwen3_dir: Path) -> None:
+    prompts = [assessor_messages("The patient has a rash.")] * 3
+    for path in (tiny_model_dir, tiny_qwen3_dir):
+        first = HFGenerator.from_pretrained(str(path), SamplingSettings(max_new_tokens=12, seed=7)).generate(prompts)
+        again = HFGenerator.from_pretrained(str(path), SamplingSettings(max_new_tokens=12, seed=7)).generate(prompts)
+        assert first == again and all(isinstance(t, str) for t in first)
+
+
+def test_prompt_ends_with_the_thinking_prefix(tiny_model_dir: Path) -> None:
+    generator = HFGenerator.from_pretrained(str(tiny_model_dir))
+    rendered = generator.render(assessor_messages("Note."))
+    assert rendered.endswith("<|im_start|>assistant\nLet's think step by step.\n<think> ")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("max_new_tokens", 0), ("temperature", 0.0), ("top_p", 1.5), ("batch_size", 0)]
+)
+def test_bad_sampling_settings_name_the_field(field: str, value: float) -> None:
+    with pytest.raises(ValueError, match=field):
+        SamplingSettings(**{field: value})
