@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import importlib.resources
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +17,12 @@ MEDPLAY_SECTION: dict[str, Any] = {
     "rewards": {"scheme": "general_sum", "localisation_bonus": 0.0, "remove_ties": True},
     "judge": {"backend": "rules"},
 }
+
+
+@pytest.fixture()
+def medplay_section() -> dict[str, Any]:
+    """A fresh copy of the `medplay:` section the tests train with (the defaults of configs/medplay.yaml)."""
+    return copy.deepcopy(MEDPLAY_SECTION)
 
 
 @pytest.fixture(scope="session")

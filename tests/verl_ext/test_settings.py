@@ -1,0 +1,71 @@
+"""The `medplay:` section: valid settings, every problem reported at once, the category each row is played as."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from medical_team.errors import UserInputError
+from medical_team.verl_ext.settings import TrainingMode, selfplay_settings
+from medical_team.vocab import Category, Role
+
+
+@pytest.fixture()
+def section(medplay_section: dict[str, Any]):
+    """Build a `medplay:` section with some keys changed."""
+
+    def build(**changes: object) -> dict[str, Any]:
+        return {**medplay_section, **changes}
+
+    return build
+
+
+def test_defaults_are_valid_and_leave_other_keys_alone(section) -> None:
+    settings = selfplay_settings(section(output_dir="outputs/x", metrics_file="m.jsonl"))
+    assert settings.training_mode is TrainingMode.JOINT
+    assert settings.game.rewards.remove_ties and settings.judge.backend == "rules"
+
+
+def test_every_problem_is_named_at_once(section) -> None:
+    bad = section(
+        training_mode="both",
+        rewards={"scheme": "sum", "localisation_bonus": 0.0, "remove_ties": True, "bonus": 1},
+        judge={"backend": "http", "batch_size": 0},
+    )
+    with pytest.raises(UserInputError) as caught:
+        selfplay_settings(bad)
+    message = str(caught.value)
+    for expected in (
+        "medplay.training_mode: 'both' is not one of joint, assessor, attacker",
+        "medplay.rewards.scheme: 'sum'",
+        "medplay.rewards.bonus: unknown key",
+        "medplay.judge.url: required",
+        "medplay.judge.batch_size: 0",
+    ):
+        assert expected in message
+
+
+def test_attacker_mode_needs_adversarial_games(section) -> None:
+    with pytest.raises(UserInputError, match="attacker nothing to train on"):
+        selfplay_settings(section(training_mode="attacker", adversarial_games=False))
+
+
+@pytest.mark.parametrize(
+    ("mode", "adversarial", "category", "played"),
+    [
+        ("joint", True, Category.VANILLA_BENIGN, Category.VANILLA_BENIGN),
+        ("attacker", True, Category.VANILLA_HARMFUL, Category.ADVERSARIAL_HARMFUL),
+        ("assessor", False, Category.ADVERSARIAL_BENIGN, Category.VANILLA_BENIGN),
+        ("assessor", True, Category.ADVERSARIAL_HARMFUL, Category.ADVERSARIAL_HARMFUL),
+    ],
+)
+def test_played_category(section, mode: str, adversarial: bool, category: Category, played: Category) -> None:
+    settings = selfplay_settings(section(training_mode=mode, adversarial_games=adversarial))
+    assert settings.played_category(category) is played
+
+
+def test_training_modes_train_their_roles() -> None:
+    assert TrainingMode.JOINT.trains(Role.ATTACKER) and TrainingMode.JOINT.trains(Role.ASSESSOR)
+    assert TrainingMode.ASSESSOR.trains(Role.ASSESSOR) and not TrainingMode.ASSESSOR.trains(Role.ATTACKER)
+    assert TrainingMode.ATTACKER.trains(Role.ATTACKER) and not TrainingMode.ATTACKER.trains(Role.ASSESSOR)
