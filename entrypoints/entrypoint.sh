@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The container's entrypoint: `docker run medplay:TAG COMMAND [ARGS...]`; `help` lists the commands.
+# Every command execs its program, so signals (docker stop) reach it directly. `train` execs
+# supervisord through docker/supervise.py, which exits with the pipeline's exit status.
+set -euo pipefail
+
+MEDPLAY_HOME="${MEDPLAY_HOME:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
+export MEDPLAY_HOME
+export MEDPLAY_CHECKPOINTS="${MEDPLAY_CHECKPOINTS:-/checkpoints}"
+export MEDPLAY_DATA="${MEDPLAY_DATA:-/data}"
+export MEDPLAY_LOGS="${MEDPLAY_LOGS:-/logs}"
+# supervisord's socket and pid file, the pipeline's overrides and exit status (keep the path short: unix sockets).
+export MEDPLAY_RUN_DIR="${MEDPLAY_RUN_DIR:-/tmp/medplay}"
+# Seconds the pipeline gets to save a checkpoint after SIGTERM before supervisord kills it.
+export MEDPLAY_STOP_GRACE_S="${MEDPLAY_STOP_GRACE_S:-600}"
+# Ports of the local Ray head (only used when RAY_ADDRESS is not set) and of the judge server.
+export MEDPLAY_RAY_PORT="${MEDPLAY_RAY_PORT:-6379}"
+export MEDPLAY_RAY_CLIENT_PORT="${MEDPLAY_RAY_CLIENT_PORT:-10001}"
+export MEDPLAY_RAY_DASHBOARD_PORT="${MEDPLAY_RAY_DASHBOARD_PORT:-8265}"
+export MEDPLAY_RAY_AGENT_PORT="${MEDPLAY_RAY_AGENT_PORT:-52365}"
+export MEDPLAY_RAY_DASHBOARD="${MEDPLAY_RAY_DASHBOARD:-true}"
+# A local head uses Ray's token authentication with a fresh token; joining RAY_ADDRESS keeps the caller's Ray settings.
+if [[ -z "${RAY_ADDRESS:-}" ]]; then
+    export RAY_AUTH_MODE="${RAY_AUTH_MODE:-token}"
+    export RAY_AUTH_TOKEN_PATH="${RAY_AUTH_TOKEN_PATH:-${MEDPLAY_RUN_DIR}/ray-auth-token}"
+fi
+export MEDPLAY_JUDGE_PORT="${MEDPLAY_JUDGE_PORT:-8000}"
+export MEDPLAY_JUDGE_SERVE_ARGS="${MEDPLAY_JUDGE_SERVE_ARGS:---backend rules}"
+
+usage() {
+    cat <<USAGE
+usage: COMMAND [ARGS...]
+
+  train [OVERRIDES...]   probe -> convert -> train under supervisord; OVERRIDES are Hydra overrides,
+                         e.g. train profile=80g trainer.total_epochs=2
+  shell [BASH ARGS...]   an interactive shell (or bash -c "...")
+  probe [OPTIONS]        check GPU, driver, disk and memory; choose the hardware profile
+  convert [OPTIONS]      MEDEC CSVs -> the game's parquet files
+  eval [OPTIONS]         MEDEC benchmark evaluation
+  judge [OPTIONS]        the judge server (judge serve ...)
+  version                versions of medplay and its stack
+  help                   this text
+
+Volumes: /checkpoints (checkpoints, converted data), /models (HF_HOME), /data (MEDEC CSVs replacing
+the bundled ones), /logs (supervisor, pipeline steps, probe.json). Set RAY_ADDRESS to join an
+existing Ray cluster instead of starting a local head.
+USAGE
+}
+
+train() {
+    mkdir -p "${MEDPLAY_RUN_DIR}" "${MEDPLAY_LOGS}/supervisor"
+    # supervisord passes no arguments to its programs: the overrides travel in a file, one per line.
+    local overrides="${MEDPLAY_RUN_DIR}/train.args"
+    : > "${overrides}"
+    local arg
+    for arg in "$@"; do
+        if [[ "${arg}" == *$'\n'* ]]; then
+            echo "entrypoint: error: a Hydra override cannot contain a line break: ${arg@Q}" >&2
+            exit 2
+        fi
+        printf '%s\n' "${arg}" >> "${overrides}"
+    done
+    rm -f "${MEDPLAY_RUN_DIR}/pipeline.status"
+    exec python "${MEDPLAY_HOME}/docker/supervise.py" --configuration "${MEDPLAY_HOME}/docker/supervisord.conf"
+}
+
+command="${1:-help}"
+shift || true
+case "${command}" in
+    train) train "$@" ;;
+    shell) exec bash "$@" ;;
+    probe | convert | eval | judge | version) exec medplay "${command}" "$@" ;;
+    help | -h | --help) usage ;;
+    *)
+        echo "entrypoint: error: unknown command '${command}'" >&2
+        usage >&2
+        exit 2
+        ;;
+esac

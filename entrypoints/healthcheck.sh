@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Docker HEALTHCHECK: healthy while supervisord runs and, once the train step has started, while the trainer's
+# heartbeat (the metrics file it appends one line to per step) is younger than MEDPLAY_HEARTBEAT_MAX_AGE_S.
+set -euo pipefail
+
+run_dir="${MEDPLAY_RUN_DIR:-/tmp/medplay}"
+heartbeat="${MEDPLAY_HEARTBEAT_FILE:-${MEDPLAY_CHECKPOINTS:-/checkpoints}/metrics.jsonl}"
+max_age="${MEDPLAY_HEARTBEAT_MAX_AGE_S:-1800}"
+
+if ! kill -0 "$(cat "${run_dir}/supervisord.pid" 2>/dev/null || echo 0)" 2>/dev/null; then
+    echo "unhealthy: supervisord is not running"
+    exit 1
+fi
+step="$(cat "${run_dir}/pipeline.step" 2>/dev/null || echo starting)"
+if [[ "${step}" != train ]]; then
+    echo "healthy: pipeline step ${step}"
+    exit 0
+fi
+# Before the first step is logged, the train step's start stands in for the heartbeat (model loading, vLLM start).
+last_beat="$(stat -c %Y "${run_dir}/pipeline.step")"
+if [[ -f "${heartbeat}" ]]; then
+    beat="$(stat -c %Y "${heartbeat}")"
+    last_beat=$((beat > last_beat ? beat : last_beat))
+fi
+age=$(($(date +%s) - last_beat))
+if ((age > max_age)); then
+    echo "unhealthy: no trainer heartbeat (${heartbeat}) for ${age} s (limit ${max_age} s)"
+    exit 1
+fi
+echo "healthy: training, last heartbeat ${age} s ago"

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# supervisord program `pipeline` (entrypoint `train`): probe -> Ray -> [judge server] -> convert -> train.
+# Each step's output goes to stdout and to $MEDPLAY_LOGS/pipeline/STEP.log; the first failing step ends the
+# pipeline with that step's exit status. SIGTERM/SIGINT are forwarded to the running step (the trainer saves
+# a checkpoint and exits). The exit status is written to $MEDPLAY_RUN_DIR/pipeline.status for docker/supervise.py.
+set -euo pipefail
+
+logs="${MEDPLAY_LOGS}/pipeline"
+run_dir="${MEDPLAY_RUN_DIR}"
+supervisorctl=(supervisorctl --configuration "${MEDPLAY_HOME}/docker/supervisord.conf")
+mkdir -p "${logs}"
+
+say() { printf '%s pipeline: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*"; }
+
+finish() {
+    local code=$?
+    echo "${code}" > "${run_dir}/pipeline.status"
+    say "finished with exit status ${code}"
+}
+trap finish EXIT
+
+child=""
+stop_signal=""
+forward() {
+    stop_signal="$1"
+    if [[ -n "${child}" ]]; then
+        say "received SIG$1: forwarding it to the running step (pid ${child})"
+        kill -s "$1" "${child}" 2>/dev/null || true
+    fi
+}
+trap 'forward TERM' TERM
+trap 'forward INT' INT
+
+# run_step NAME COMMAND...: run it in the background (so signals can be forwarded), log it, stop on failure.
+run_step() {
+    local name="$1" code=0
+    shift
+    if [[ -n "${stop_signal}" ]]; then
+        say "stopping before step ${name}: received SIG${stop_signal}"
+        exit 143
+    fi
+    echo "${name}" > "${run_dir}/pipeline.step"
+    say "step ${name}: $*"
+    "$@" > >(tee -a "${logs}/${name}.log") 2>&1 &
+    child=$!
+    # A trapped signal interrupts `wait`; wait again until the step has really ended.
+    while true; do
+        wait "${child}" || true
+        kill -0 "${child}" 2>/dev/null || break
+    done
+    wait "${child}" || code=$?
+    child=""
+    if ((code != 0)); then
+        say "step ${name} failed with exit status ${code}; its log: ${logs}/${name}.log"
+        exit "${code}"
+    fi
+    say "step ${name} done"
+}
+
+# wait_until SECONDS WHAT COMMAND...: retry COMMAND every 2 s until it succeeds.
+wait_until() {
+    local limit="$1" what="$2" started="${SECONDS}"
+    shift 2
+    until "$@" > /dev/null 2>&1; do
+        if ((SECONDS - started >= limit)); then
+            echo "${what} is not ready after ${limit} s; the last attempt said:" >&2
+            "$@" >&2 || true
+            return 1
+        fi
+        sleep 2
+    done
+    echo "${what} is ready after $((SECONDS - started)) s"
+}
+
+http_ok() { python -c 'import sys, httpx; sys.exit(httpx.get(sys.argv[1], timeout=5).status_code != 200)' "$1"; }
+
+# --- the user's Hydra overrides (written by the entrypoint, one per line) ---------------------------------
+user_overrides=()
+if [[ -s "${run_dir}/train.args" ]]; then
+    mapfile -t user_overrides < "${run_dir}/train.args"
+fi
+requested_profile="" judge_backend="" judge_url=""
+other_overrides=()
+for override in "${user_overrides[@]}"; do
+    case "${override}" in
+        profile=*) requested_profile="${override#profile=}" ;;
+        medplay.judge.backend=*) judge_backend="${override#*=}" ;;&
+        medplay.judge.url=*) judge_url="${override#*=}" ;;&
+        *) other_overrides+=("${override}") ;;
+    esac
+done
+
+# --- probe: refuse early, choose the profile ---------------------------------------------------------------
+probe_args=(--output "${MEDPLAY_LOGS}/probe.json" --checkpoints "${MEDPLAY_CHECKPOINTS}")
+if [[ -n "${requested_profile}" ]]; then
+    probe_args+=(--profile "${requested_profile}")
+fi
+run_step probe medplay probe "${probe_args[@]}"
+profile="$(python -c 'import json, sys; print(json.load(open(sys.argv[1]))["profile"])' "${MEDPLAY_LOGS}/probe.json")"
+say "hardware profile: ${profile}"
+
+# --- Ray: join RAY_ADDRESS, or start the local head under supervisord ---------------------------------------
+if [[ -n "${RAY_ADDRESS:-}" ]]; then
+    say "RAY_ADDRESS is set: joining the existing Ray cluster at ${RAY_ADDRESS}; no local Ray head is started"
+else
+    : > "${run_dir}/ray-head.args"
+    if [[ "${profile}" == cpu-smoke ]]; then
+        # The same over-commitment as configs/profile/cpu-smoke.yaml's ray_init: verl bundles ask for 3 CPUs and a GPU.
+        printf '%s\n' --num-cpus=16 --num-gpus=1 > "${run_dir}/ray-head.args"
+    fi
+    run_step ray-head "${supervisorctl[@]}" start ray-head
+    export RAY_ADDRESS="127.0.0.1:${MEDPLAY_RAY_PORT}"
+fi
+run_step ray-ready wait_until 180 "Ray cluster at ${RAY_ADDRESS}" ray status --address "${RAY_ADDRESS}"
+
+# --- the judge server, when the config asks for the local remote judge -------------------------------------
+train_overrides=()
+if [[ "${judge_backend}" == openai && -z "${judge_url}" ]]; then
+    run_step judge-server "${supervisorctl[@]}" start judge
+    run_step judge-ready wait_until 600 "judge server" http_ok "http://127.0.0.1:${MEDPLAY_JUDGE_PORT}/health"
+    train_overrides+=("medplay.judge.url=http://127.0.0.1:${MEDPLAY_JUDGE_PORT}/v1")
+fi
+
+# --- convert: the bundled MEDEC-MS CSVs, or the CSVs under MEDPLAY_DATA ------------------------------------
+data_dir="${MEDPLAY_CHECKPOINTS}/data"
+convert_args=(--output "${data_dir}")
+game_csvs=()
+shopt -s nullglob
+for csv in "${MEDPLAY_DATA}"/*.csv; do
+    if [[ "$(basename "${csv}")" != benchmark.csv ]]; then
+        game_csvs+=("${csv}")
+    fi
+done
+shopt -u nullglob
+if ((${#game_csvs[@]})); then
+    convert_args+=(--input "${game_csvs[@]}")
+fi
+if [[ -f "${MEDPLAY_DATA}/benchmark.csv" ]]; then
+    convert_args+=(--benchmark "${MEDPLAY_DATA}/benchmark.csv")
+fi
+run_step convert medplay convert "${convert_args[@]}"
+
+# --- train: the chosen profile, the mounted volumes, the Ray cluster above, then the user's overrides -------
+# Ray refuses num_cpus/num_gpus when joining a running cluster; the head (or the cluster) already has them.
+run_step train medplay train "profile=${profile}" \
+    "medplay.output_dir=${MEDPLAY_CHECKPOINTS}" \
+    "trainer.default_local_dir=${MEDPLAY_CHECKPOINTS}" \
+    "medplay.data_dir=${data_dir}" \
+    "++ray_kwargs.ray_init.num_cpus=null" \
+    "++ray_kwargs.ray_init.num_gpus=null" \
+    "${train_overrides[@]}" \
+    "${other_overrides[@]}"

@@ -1,0 +1,80 @@
+"""The real entrypoint with the real supervisord and Ray, outside Docker, on the cpu-smoke profile.
+
+Run: .venv/bin/python -m pytest -q -m e2e tests/appliance/test_appliance_pipeline.py
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from medical_team.data.medec import VALIDATION_CSV, bundled_csv
+
+pytestmark = pytest.mark.e2e
+
+TRAIN_2_STEPS = ("trainer.total_training_steps=2",)
+
+
+def write_broken_csv(path: Path) -> None:
+    """A MEDEC CSV whose third data row has a non-integer Error Flag."""
+    with open(bundled_csv(VALIDATION_CSV), newline="", encoding="utf-8") as source:
+        rows = list(csv.reader(source))
+    rows[3][rows[0].index("Error Flag")] = "maybe"
+    with open(path, "w", newline="", encoding="utf-8") as target:
+        csv.writer(target).writerows(rows[:30])
+
+
+def supervisord_log(appliance) -> str:
+    """supervisord's own log (program starts, exits, shutdown)."""
+    return appliance.log("supervisor", "supervisord.log")
+
+
+def test_broken_csv_stops_the_pipeline_with_the_converters_message(appliance):
+    write_broken_csv(appliance.data / "medec.csv")
+
+    result = appliance.run("train", *TRAIN_2_STEPS)
+
+    message = "medec.csv:row 3: field 'Error Flag': must be an integer, found 'maybe'"
+    assert result.returncode == 2, result.stdout[-5000:]
+    assert message in appliance.log("pipeline", "convert.log")
+    assert "step convert failed with exit status 2" in result.stdout
+    assert not (appliance.logs / "pipeline" / "train.log").exists()
+    # The steps before it ran and kept their logs; supervisord was shut down by the pipeline-exit listener.
+    assert json.loads((appliance.logs / "probe.json").read_text())["profile"] == "cpu-smoke"
+    assert "is ready" in appliance.log("pipeline", "ray-ready.log")
+    assert "the pipeline exited (2)" in appliance.log("supervisor", "pipeline-exit.log")
+    assert "spawned: 'ray-head'" in supervisord_log(appliance)
+
+
+def test_train_two_steps_under_supervisord(appliance):
+    result = appliance.run("train", *TRAIN_2_STEPS)
+
+    assert result.returncode == 0, result.stdout[-8000:]
+    for step in ("probe", "ray-head", "ray-ready", "convert", "train"):
+        assert (appliance.logs / "pipeline" / f"{step}.log").exists(), step
+    assert "spawned: 'ray-head'" in supervisord_log(appliance)
+    # The trainer joined the head supervisord started rather than starting a Ray of its own.
+    ray_port = appliance.env["MEDPLAY_RAY_PORT"]
+    assert re.search(rf"[Cc]onnect\w* to (an )?existing Ray cluster at address: 127\.0\.0\.1:{ray_port}",
+                     appliance.log("pipeline", "train.log"))  # fmt: skip
+    checkpoints = sorted(path.name for path in appliance.checkpoints.glob("global_step_*"))
+    assert "global_step_2" in checkpoints, checkpoints
+    assert (appliance.checkpoints / "latest_checkpointed_iteration.txt").read_text().strip() == "2"
+
+
+def test_pipeline_joins_the_cluster_in_ray_address(appliance, external_ray_head):
+    appliance.env.update(external_ray_head.env, RAY_ADDRESS=external_ray_head.address)
+
+    result = appliance.run("train", *TRAIN_2_STEPS)
+
+    assert result.returncode == 0, result.stdout[-8000:]
+    assert f"joining the existing Ray cluster at {external_ray_head.address}" in result.stdout
+    assert "spawned: 'ray-head'" not in supervisord_log(appliance)
+    assert not (appliance.logs / "pipeline" / "ray-head.log").exists()
+    assert re.search(rf"[Cc]onnect\w* to (an )?existing Ray cluster at address: {re.escape(external_ray_head.address)}",
+                     appliance.log("pipeline", "train.log"))  # fmt: skip
+    assert (appliance.checkpoints / "global_step_2").is_dir()
