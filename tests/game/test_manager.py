@@ -195,3 +195,9 @@ def test_prompt_ends_with_the_thinking_prefix(tiny_model_dir: Path) -> None:
 def test_bad_sampling_settings_name_the_field(field: str, value: float) -> None:
     with pytest.raises(ValueError, match=field):
         SamplingSettings(**{field: value})
+
+
+def test_native_thinking_ends_the_prompt_with_the_model_opener(tiny_qwen3_dir: Path) -> None:
+    generator = HFGenerator.from_pretrained(str(tiny_qwen3_dir), native_thinking=True)
+    rendered = generator.render(assessor_messages("Note."))
+    assert rendered.endswith("<|im_start|>assistant\n<think>\n") and "Let's think step by step" not in rendered
