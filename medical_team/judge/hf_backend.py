@@ -6,7 +6,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from medical_team.judge.model_judge import Completion
+from medical_team.judge.model_judge import Completion, CompletionFailure
 from medical_team.judge.prompt import Message
 
 DEFAULT_JUDGE_MODEL = "google/medgemma-4b-it"
@@ -51,13 +51,18 @@ class HFChatCompleter:
         if not conversations:
             return []
         prompts = [self.render(messages) for messages in conversations]
-        inputs = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
-        with self._lock, self._torch.inference_mode():
-            output = self.model.generate(
-                **inputs,
-                max_new_tokens=self.max_new_tokens,
-                do_sample=False,
-                pad_token_id=self.tokenizer.pad_token_id,
-            )
+        try:
+            inputs = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+            inputs = inputs.to(self.device)
+            with self._lock, self._torch.inference_mode():
+                output = self.model.generate(
+                    **inputs,
+                    max_new_tokens=self.max_new_tokens,
+                    do_sample=False,
+                    pad_token_id=self.tokenizer.pad_token_id,
+                )
+        except RuntimeError as error:  # out of memory and other device failures: ties, counted as a failed batch
+            reason = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
+            return [CompletionFailure(f"{self.name}: {reason}")] * len(conversations)
         new_tokens = output[:, inputs["input_ids"].shape[1] :]
         return list(self.tokenizer.batch_decode(new_tokens, skip_special_tokens=True))

@@ -67,3 +67,11 @@ def test_server_with_hf_backend(serve, hf_judge: ModelJudge, harmful: GameSeed) 
 def test_missing_local_model_is_a_clean_error(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         HFChatCompleter("no-such-org/no-such-model", local_files_only=True)
+
+
+def test_device_failure_becomes_counted_ties(hf_judge: ModelJudge, harmful: GameSeed) -> None:
+    completer = HFChatCompleter(hf_judge.completer.name, device="meta", max_new_tokens=2)  # no data: generate fails
+    judge = ModelJudge(completer, max_consecutive_failures=None)
+    verdict = judge.judge([make_request(harmful, reworded(harmful))])[0]
+    assert verdict.tie and not verdict.parse_error and "unavailable" in verdict.reason
+    assert judge.stats.failed_batches == 1

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import pytest
-from judge_helpers import make_request, reworded
+from judge_helpers import HTTP, make_request, reworded, wire
 from loopback_apps import Calls, chat_completions_app, failing_app
 
 from medical_team.data.records import GameSeed
+from medical_team.judge.app import ServerSettings, create_app
 from medical_team.judge.backends import BackendSettings, build_judge
 from medical_team.judge.model_judge import ModelJudge
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.judge.retry import RetryPolicy
+from medical_team.judge.scorer import JudgeScorer
 from medical_team.vocab import Label
 
 FAST_RETRY = RetryPolicy(attempts=3, initial_backoff_s=0.01, max_backoff_s=0.02)
@@ -92,3 +94,19 @@ def test_openai_backend_needs_url_and_model() -> None:
         build_judge(BackendSettings(backend="openai"))
     with pytest.raises(ValueError, match="unknown judge backend 'gpt'"):
         build_judge(BackendSettings(backend="gpt"))
+
+
+def test_server_answers_503_when_its_upstream_is_down(serve, harmful: GameSeed) -> None:
+    upstream = serve(failing_app(Calls())).url
+    settings = BackendSettings(
+        backend="openai", base_url=f"{upstream}/v1", model="m", retry=FAST_RETRY, max_consecutive_failures=1
+    )
+    url = serve(create_app(ServerSettings(), JudgeScorer(lambda: build_judge(settings)))).url
+    for _ in range(100):
+        if HTTP.get(f"{url}/ready").status_code == 200:
+            break
+    response = HTTP.post(f"{url}/v1/judge", json=wire([make_request(harmful, reworded(harmful))]))
+    assert response.status_code == 503
+    assert "judge backend unavailable" in response.json()["detail"] and "HTTP 500" in response.json()["detail"]
+    # a game settled by a rule needs no upstream
+    assert HTTP.post(f"{url}/v1/judge", json=wire([make_request(harmful, "")])).status_code == 200
