@@ -15,8 +15,8 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from medical_team.judge.body_limit import BodyLimitMiddleware
 from medical_team.judge.openrlhf_rewards import RewardInputError
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.judge.schemas import ErrorOut, JudgeBatchIn, JudgeBatchOut, RewardBatchIn, RewardBatchOut, VerdictOut
@@ -45,61 +45,6 @@ class ServerSettings:
 
 def _error(status: int, detail: str, errors: list[str] | None = None) -> JSONResponse:
     return JSONResponse(ErrorOut(detail=detail, errors=errors or []).model_dump(), status_code=status)
-
-
-class BodyLimitMiddleware:
-    """Answer 413 to a request body over `max_bytes` (declared or streamed) before the app reads any of it."""
-
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            await self._reject(scope, receive, send, "declared")
-            return
-        chunks: list[bytes] = []
-        size = 0
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_bytes:
-                await self._reject(scope, receive, send, "streamed")
-                return
-            chunks.append(chunk)
-            more = message.get("more_body", False)
-        body = b"".join(chunks)
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await self.app(scope, replay, send)
-
-    async def _reject(self, scope: Scope, receive: Receive, send: Send, how: str) -> None:
-        # Read (and drop) a bounded rest of the body first: a client still writing when the server closes
-        # sees a broken pipe instead of this answer.
-        drained, more = 0, True
-        while more and drained <= 4 * self.max_bytes:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            drained += len(message.get("body", b""))
-            more = message.get("more_body", False)
-        detail = f"request body is larger than the limit of {self.max_bytes} bytes ({how} size); send smaller batches"
-        await _error(413, detail)(scope, receive, send)
 
 
 def _describe(errors: list[dict]) -> list[str]:
