@@ -9,6 +9,7 @@ edit or truncate the seed, and assessor answers in and out of format. Prints one
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -104,11 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     config = GameConfig()
     settle_all(games[:200], config)  # warm-up
     cpu_times, wall_times = [], []
+    gc.disable()  # as timeit does: collector pauses would land in random repeats
     for _ in range(args.repeats):
         cpu_start, wall_start = time.process_time(), time.perf_counter()
         metrics = settle_all(games, config)
         cpu_times.append(time.process_time() - cpu_start)
         wall_times.append(time.perf_counter() - wall_start)
+    gc.enable()
     # CPU time is what one core spends; wall time also counts waiting for a busy core
     rates = [args.games / seconds for seconds in cpu_times]
     wall_rate = args.games / statistics.median(wall_times)

@@ -74,11 +74,14 @@ def parse_assessor_answer(answer: str) -> AssessorAnswer:
         if match:
             current = _field_name(match.group(1))
             values[current].append(match.group(2))
-        elif current is not None and current != "verdict" and line.strip() and values[current]:
-            values[current][-1] = f"{values[current][-1]} {line.strip()}"
+        elif current is not None and current != "verdict" and values[current] and (extra := line.strip()):
+            values[current][-1] = f"{values[current][-1]} {extra}"
 
     def first(name: str) -> str | None:
-        return next((text for text in map(_unquote, values[name]) if text), None)
+        for value in values[name]:
+            if text := _unquote(value):
+                return text
+        return None
 
     error_type_text = first("error_type")
     return AssessorAnswer(
