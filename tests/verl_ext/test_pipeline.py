@@ -206,3 +206,39 @@ def test_training_mode_keeps_only_its_role_in_the_update_batch(
     assert set(step_metrics) == set(metric_names())
     if mode == "attacker":  # attacker mode plays every row adversarially
         assert step_metrics["judge/calls"] == len(game_rows)
+
+
+def test_validation_batches_play_the_assessor_alone_on_the_seed(make_worker, medec_csv: Path) -> None:
+    import numpy as np
+    import transfer_queue as tq
+    from verl.utils import tensordict_utils as tu
+
+    worker, _config = make_worker("joint")
+    game_rows = rows(medec_csv, per_category=1)
+    uids = [str(uuid.uuid4()) for _ in game_rows]
+    columns = {
+        key: np.array([row[key] for row in game_rows], dtype=object)
+        for key in ("data_source", "extra_info", "reward_model")
+    }
+    columns["raw_prompt"] = np.array([row["prompt"] for row in game_rows], dtype=object)
+    columns["uid"] = np.array(uids, dtype=object)
+    columns["index"] = np.arange(len(game_rows))
+    batch = tu.get_tensordict(columns)
+    tu.assign_non_tensor_data(batch, "global_steps", GLOBAL_STEP)
+    tu.assign_non_tensor_data(batch, "validate", True)
+
+    async def run() -> None:
+        await worker.generate_sequences(batch)
+        await asyncio.gather(*list(worker.background_tasks))
+
+    asyncio.run(run())
+    keys = [key for key in tq.kv_list("val")["val"] if key not in uids]
+    data = tq.kv_batch_get(keys=keys, partition_id="val", select_fields=["extra_fields", "prompts", "extra_info"])
+    assert len(keys) == len(game_rows)  # one output per row: no attacker turn in validation
+    assert {extra["role"] for extra in data["extra_fields"]} == {Role.ASSESSOR.value}
+    assert {extra["category"] for extra in data["extra_fields"]} <= {"vanilla_harmful", "vanilla_benign"}
+    for prompt_ids, info in zip(data["prompts"], data["extra_info"], strict=True):
+        prompt = worker.tokenizer.decode(prompt_ids.tolist())
+        assert "You are the Assessor" in prompt and info["text"][-40:] in prompt
+    assert worker.ledger.drain()[0] == []  # validation games are not training metrics
+    tq.kv_clear(keys=keys + uids, partition_id="val")
