@@ -1,0 +1,78 @@
+"""The benchmark to evaluate on: assessor prompts and ground truth, from `benchmark.parquet` or a MEDEC CSV."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from medical_team.errors import UserInputError
+from medical_team.evaluate.gold import GoldNote
+from medical_team.game.prompts import Message
+from medical_team.vocab import BENCHMARK_DATA_SOURCE
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """The notes to assess: one chat prompt and one ground truth per note, in file order."""
+
+    source: str
+    prompts: list[list[Message]]
+    golds: list[GoldNote]
+    skipped: dict[str, int]  # reason -> rows the loader dropped (e.g. empty CSV rows)
+
+    def head(self, limit: int | None) -> Benchmark:
+        """The first `limit` notes (all when None)."""
+        if limit is None:
+            return self
+        return Benchmark(self.source, self.prompts[:limit], self.golds[:limit], self.skipped)
+
+
+def load_benchmark(path: str | Path | None) -> Benchmark:
+    """Read a benchmark parquet written by `medplay convert`, or build it from a MEDEC CSV (default: MEDEC-MS test)."""
+    from medical_team.data.medec import TEST_CSV, bundled_csv
+
+    path = Path(path) if path is not None else bundled_csv(TEST_CSV)
+    if path.suffix.lower() == ".csv":
+        return _from_csv(path)
+    return _from_parquet(path)
+
+
+def _from_csv(path: Path) -> Benchmark:
+    """Benchmark rows built in memory from a MEDEC CSV with the converter's own row builder."""
+    from medical_team.data.medec import load_medec
+    from medical_team.game.dataset import build_benchmark
+
+    loaded = load_medec(path)
+    return _from_rows(build_benchmark(loaded.notes), str(path), dict(loaded.skipped))
+
+
+def _from_parquet(path: Path) -> Benchmark:
+    """Benchmark rows read from parquet, every row validated first."""
+    from medical_team.data.verl_parquet import read_verl_parquet, validate_row
+
+    rows = read_verl_parquet(path)
+    if not rows:
+        raise UserInputError("the benchmark file has no rows", file=path.name, field="--benchmark")
+    for number, row in enumerate(rows, start=1):
+        if row.get("data_source") != BENCHMARK_DATA_SOURCE:
+            raise UserInputError(
+                f"data_source is {row.get('data_source')!r}, not {BENCHMARK_DATA_SOURCE!r}: pass the "
+                "benchmark.parquet that `medplay convert` writes (or a MEDEC CSV), not a game file",
+                file=path.name,
+                row=number,
+                field="data_source",
+            )
+        problems = validate_row(row)
+        if problems:
+            field, message = problems[0]
+            raise UserInputError(message, file=path.name, row=number, field=field)
+    return _from_rows(rows, str(path), {})
+
+
+def _from_rows(rows: list[dict[str, Any]], source: str, skipped: dict[str, int]) -> Benchmark:
+    """Split verl benchmark rows into prompts and ground truth."""
+    name = Path(source).name
+    golds = [GoldNote.from_extra_info(row["extra_info"], file=name, row=n) for n, row in enumerate(rows, start=1)]
+    prompts = [[{"role": m["role"], "content": m["content"]} for m in row["prompt"]] for row in rows]
+    return Benchmark(source, prompts, golds, skipped)

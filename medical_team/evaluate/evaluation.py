@@ -1,0 +1,58 @@
+"""Evaluate a model as assessor on the MEDEC benchmark and write eval.json, eval.md and responses.jsonl."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from medical_team.evaluate.baselines import baseline_scores
+from medical_team.evaluate.benchmark import Benchmark
+from medical_team.evaluate.generation import BatchGenerator, GenerationSettings, generate_all
+from medical_team.evaluate.predictions import predict_from_response
+from medical_team.evaluate.scoring import score_predictions
+from medical_team.evaluate.summary import markdown_summary
+
+EVAL_JSON = "eval.json"
+EVAL_MD = "eval.md"
+RESPONSES_JSONL = "responses.jsonl"
+
+
+def evaluate(
+    generator: BatchGenerator, benchmark: Benchmark, settings: GenerationSettings, about: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
+    """Generate, parse and score every benchmark note; return the result dict and the raw responses."""
+    started = time.perf_counter()
+    responses = generate_all(generator, benchmark.prompts, settings.batch_size)
+    seconds = time.perf_counter() - started
+    predictions = [predict_from_response(text, gold) for text, gold in zip(responses, benchmark.golds, strict=True)]
+    result: dict[str, Any] = {
+        **about,
+        "benchmark": benchmark.source,
+        "benchmark_rows_skipped": benchmark.skipped,
+        "generation": {
+            "max_new_tokens": settings.max_new_tokens,
+            "batch_size": settings.batch_size,
+            "native_thinking": settings.native_thinking,
+            "decoding": "greedy",
+            "seconds": round(seconds, 3),
+            "notes_per_second": round(len(responses) / seconds, 3) if seconds > 0 else None,
+        },
+        **score_predictions(benchmark.golds, predictions),
+        "baselines": baseline_scores(benchmark.golds),
+        "predictions": [p.as_json() for p in predictions],
+    }
+    return result, responses
+
+
+def write_outputs(result: dict[str, Any], responses: list[str], output: Path) -> None:
+    """Write eval.json, eval.md and one JSON line per response into `output`."""
+    output.mkdir(parents=True, exist_ok=True)
+    (output / EVAL_JSON).write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (output / EVAL_MD).write_text(markdown_summary(result), encoding="utf-8")
+    with (output / RESPONSES_JSONL).open("w", encoding="utf-8") as handle:
+        for prediction, response in zip(result["predictions"], responses, strict=True):
+            handle.write(
+                json.dumps({"text_id": prediction["text_id"], "response": response}, ensure_ascii=False) + "\n"
+            )

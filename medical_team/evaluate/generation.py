@@ -1,0 +1,106 @@
+"""Batched assessor generation for evaluation: vLLM when it is installed and a GPU is present, else transformers.
+
+Decoding is greedy, so a model's benchmark score is reproducible.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from medical_team.game.prompts import Message, with_thinking_prefix
+
+BACKENDS = ("auto", "vllm", "transformers")
+
+
+class BatchGenerator(Protocol):
+    """One response per chat prompt, in order."""
+
+    def generate(self, prompts: Sequence[list[Message]]) -> list[str]:
+        """Generate the responses."""
+        ...
+
+
+@dataclass(frozen=True)
+class GenerationSettings:
+    """How evaluation generates."""
+
+    max_new_tokens: int = 1024
+    batch_size: int = 16
+    native_thinking: bool = False  # use the chat template's thinking mode (Qwen3) instead of the prefix
+
+
+def gpu_available() -> bool:
+    """True when torch sees a CUDA device."""
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def choose_backend(requested: str) -> str:
+    """The backend to use: `auto` means vLLM if importable and a GPU is present, otherwise transformers."""
+    if requested != "auto":
+        return requested
+    return "vllm" if importlib.util.find_spec("vllm") is not None and gpu_available() else "transformers"
+
+
+class VLLMGenerator:
+    """Greedy generation with vLLM's offline engine; prompts rendered like the game renders them."""
+
+    def __init__(self, model: Path | str, settings: GenerationSettings) -> None:
+        from vllm import LLM, SamplingParams
+
+        self.settings = settings
+        self.llm = LLM(model=str(model), max_num_seqs=settings.batch_size, seed=0)
+        self.tokenizer = self.llm.get_tokenizer()
+        self.params = SamplingParams(temperature=0.0, max_tokens=settings.max_new_tokens)
+
+    def render(self, messages: list[Message]) -> str:
+        """Chat template plus the thinking prefix (or the template's own thinking opener)."""
+        from medical_team.game.hf_generator import NATIVE_THINK_OPEN
+
+        if self.settings.native_thinking:
+            rendered = self.tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=True, enable_thinking=True
+            )
+            return rendered if rendered.rstrip().endswith("<think>") else rendered + NATIVE_THINK_OPEN
+        return with_thinking_prefix(
+            self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        )
+
+    def generate(self, prompts: Sequence[list[Message]]) -> list[str]:
+        """One response per prompt, in order."""
+        outputs = self.llm.generate([self.render(m) for m in prompts], self.params, use_tqdm=False)
+        return [output.outputs[0].text for output in outputs]
+
+
+def make_generator(model: Path | str, backend: str, settings: GenerationSettings) -> BatchGenerator:
+    """A generator for the chosen backend (`vllm` or `transformers`)."""
+    if backend == "vllm":
+        return VLLMGenerator(model, settings)
+    import torch
+
+    from medical_team.game.hf_generator import HFGenerator, SamplingSettings
+
+    sampling = SamplingSettings(
+        max_new_tokens=settings.max_new_tokens, do_sample=False, seed=None, batch_size=settings.batch_size
+    )
+    device = "cuda" if gpu_available() else "cpu"
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    return HFGenerator.from_pretrained(str(model), sampling, settings.native_thinking, device=device, dtype=dtype)
+
+
+def generate_all(generator: BatchGenerator, prompts: Sequence[list[Message]], batch_size: int) -> list[str]:
+    """Responses for every prompt, `batch_size` at a time, with a progress bar."""
+    from tqdm import tqdm
+
+    responses: list[str] = []
+    with tqdm(total=len(prompts), unit="note", desc="assessing", dynamic_ncols=True) as bar:
+        for start in range(0, len(prompts), batch_size):
+            chunk = prompts[start : start + batch_size]
+            responses.extend(generator.generate(chunk))
+            bar.update(len(chunk))
+    return responses

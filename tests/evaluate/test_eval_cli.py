@@ -1,0 +1,106 @@
+"""`medplay eval` end to end: a real tiny model on the full benchmark, scores recomputed from its predictions."""
+
+import json
+from statistics import fmean
+
+import pytest
+from rouge_score import rouge_scorer
+
+from medical_team.cli import main
+
+BASELINES = {
+    "always_correct": (0.479, 0.479),
+    "always_error_last_sentence": (0.521, 0.387),
+}
+
+
+def recompute(predictions: list[dict], notes) -> dict[str, float]:
+    """Flag accuracy, sentence accuracy and composite correction score, straight from the MEDIQA-CORR rules."""
+    rouge = rouge_scorer.RougeScorer(["rouge1"])
+    by_id = {p["text_id"]: p for p in predictions}
+    flags, sentences, corrections = [], [], []
+    for note in notes:
+        p = by_id.get(note.text_id)
+        flags.append(p is not None and p["flag"] == int(note.error_flag))
+        sentences.append(p is not None and p["sentence_id"] == note.error_sentence_id)
+        if p is None or p["flag"] is None:
+            corrections.append(0.0)
+            continue
+        candidate = (p["correction"] or "") if p["flag"] == 1 else ""
+        reference = note.corrected_sentence or ""
+        if not candidate and not reference:
+            corrections.append(1.0)
+        elif not candidate or not reference:
+            corrections.append(0.0)
+        else:
+            corrections.append(rouge.score(reference, candidate)["rouge1"].fmeasure)
+    return {
+        "error_flag_accuracy": fmean(flags),
+        "error_sentence_accuracy": fmean(sentences),
+        "correction_rouge1_f1": fmean(corrections),
+    }
+
+
+@pytest.fixture(scope="module")
+def full_run(tiny_model, tmp_path_factory):
+    """One `medplay eval` of the tiny model on all 597 notes (short generations keep it to a minute or two)."""
+    output = tmp_path_factory.mktemp("eval")
+    argv = ["eval", "--model", str(tiny_model), "--output", str(output), "--max-new-tokens", "3", "--batch-size", "32"]
+    assert main(argv) == 0
+    return output
+
+
+def test_full_benchmark_writes_one_prediction_per_note(full_run, test_notes):
+    result = json.loads((full_run / "eval.json").read_text())
+    assert result["notes"] == len(test_notes) == 597
+    assert [p["text_id"] for p in result["predictions"]] == [n.text_id for n in test_notes]
+    for prediction in result["predictions"]:
+        assert {"text_id", "flag", "sentence_id", "correction"} <= set(prediction)
+    assert result["backend"] == "transformers"
+    assert len((full_run / "responses.jsonl").read_text().splitlines()) == 597
+
+
+def test_scores_match_a_recomputation_from_the_predictions(full_run, test_notes):
+    result = json.loads((full_run / "eval.json").read_text())
+    for key, value in recompute(result["predictions"], test_notes).items():
+        assert result[key] == pytest.approx(value), key
+    violations = fmean(p["format_violation"] for p in result["predictions"])
+    assert result["format_violation_rate"] == pytest.approx(violations)
+
+
+def test_baselines_are_the_published_figures(full_run):
+    result = json.loads((full_run / "eval.json").read_text())
+    for name, (flag, sentence) in BASELINES.items():
+        assert round(result["baselines"][name]["error_flag_accuracy"], 3) == flag
+        assert round(result["baselines"][name]["error_sentence_accuracy"], 3) == sentence
+
+
+def test_summary_page_and_console_show_baselines_beside_the_model(full_run, capsys):
+    page = (full_run / "eval.md").read_text()
+    assert "| model |" in page and "| always correct | 0.479 | 0.479 |" in page
+    assert "| always error last sentence | 0.521 | 0.387 |" in page
+    assert "## Per error type" in page and "| diagnosis | 116 |" in page
+
+
+def test_converted_benchmark_parquet_with_limit(tiny_model, tmp_path, test_notes):
+    assert main(["convert", "--output", str(tmp_path / "data")]) == 0
+    output = tmp_path / "eval"
+    argv = ["eval", "--model", str(tiny_model), "--output", str(output), "--max-new-tokens", "2", "--limit", "5"]
+    assert main([*argv, "--benchmark", str(tmp_path / "data" / "benchmark.parquet")]) == 0
+    result = json.loads((output / "eval.json").read_text())
+    assert [p["text_id"] for p in result["predictions"]] == [n.text_id for n in test_notes[:5]]
+    for key, value in recompute(result["predictions"], test_notes[:5]).items():
+        assert result[key] == pytest.approx(value)
+
+
+def test_verl_checkpoint_folder_with_hf_export_is_accepted(tiny_model, tmp_path):
+    import shutil
+
+    root = tmp_path / "checkpoints"
+    shutil.copytree(tiny_model, root / "global_step_4" / "actor" / "huggingface")
+    (root / "latest_checkpointed_iteration.txt").write_text("4")
+    output = tmp_path / "eval"
+    argv = ["eval", "--model", str(root), "--output", str(output), "--max-new-tokens", "2", "--limit", "2"]
+    assert main(argv) == 0
+    result = json.loads((output / "eval.json").read_text())
+    assert result["resolved_model"] == str(root / "global_step_4" / "actor" / "huggingface")
