@@ -34,3 +34,44 @@ lock: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build
+
+# --- the GPU appliance (Docker) ----------------------------------------------------------------
+# Every version comes from docker/requirements-gpu.lock; the tag names the stack (docker/stack.sh tag).
+# `make train ARGS="profile=80g trainer.total_epochs=2"`; volumes live under $(VOLUMES).
+.PHONY: build shell train lint bench
+
+DOCKER ?= docker
+IMAGE ?= medplay
+IMAGE_TAG := $(shell docker/stack.sh tag)
+VOLUMES ?= build/volumes
+GPUS ?= --gpus all
+# docker stop waits this long (the trainer saves a checkpoint on SIGTERM; MEDPLAY_STOP_GRACE_S is 600).
+STOP_TIMEOUT ?= 660
+DOCKER_RUN = $(DOCKER) run --rm $(GPUS) --ipc=host --stop-timeout $(STOP_TIMEOUT) \
+	-v $(abspath $(VOLUMES))/checkpoints:/checkpoints -v $(abspath $(VOLUMES))/models:/models \
+	-v $(abspath $(VOLUMES))/data:/data -v $(abspath $(VOLUMES))/logs:/logs
+
+build:
+	$(DOCKER) build $$(docker/stack.sh build-args) --build-arg MEDPLAY_UID=$$(id -u) \
+	    --build-arg MEDPLAY_GID=$$(id -g) --build-arg IMAGE_TAG=$(IMAGE):$(IMAGE_TAG) \
+	    -t $(IMAGE):$(IMAGE_TAG) -t $(IMAGE):latest .
+
+$(VOLUMES):
+	mkdir -p $@/checkpoints $@/models $@/data $@/logs
+
+shell: | $(VOLUMES)
+	$(DOCKER_RUN) -it $(IMAGE):latest shell
+
+train: | $(VOLUMES)
+	$(DOCKER_RUN) $(IMAGE):latest train $(ARGS)
+
+# hadolint (Dockerfile) and shellcheck (every shell script), both from the pinned CPU environment.
+lint: $(STAMP)
+	$(VENV)/bin/hadolint Dockerfile
+	$(VENV)/bin/shellcheck entrypoints/*.sh docker/*.sh .ci/run
+
+# Speed and memory figures as JSON (scripts/bench.py -> build/bench.json).
+bench: $(STAMP)
+	@test -f scripts/bench.py || { echo "make bench: scripts/bench.py is missing" >&2; exit 1; }
+	mkdir -p build
+	$(PY) scripts/bench.py --output build/bench.json

@@ -141,12 +141,10 @@ fi
 run_step convert medplay convert "${convert_args[@]}"
 
 # --- train: the chosen profile, the mounted volumes, the Ray cluster above, then the user's overrides -------
-# Ray refuses num_cpus/num_gpus when joining a running cluster; the head (or the cluster) already has them.
+# RAY_ADDRESS is exported: `medplay train` joins that cluster (and leaves its resources to it).
 run_step train medplay train "profile=${profile}" \
     "medplay.output_dir=${MEDPLAY_CHECKPOINTS}" \
     "trainer.default_local_dir=${MEDPLAY_CHECKPOINTS}" \
     "medplay.data_dir=${data_dir}" \
-    "++ray_kwargs.ray_init.num_cpus=null" \
-    "++ray_kwargs.ray_init.num_gpus=null" \
     "${train_overrides[@]}" \
     "${other_overrides[@]}"

@@ -43,17 +43,18 @@ class HardwareProfile:
 
 
 # Named after the card's nominal size; thresholds sit below it because drivers report a little less
-# (an 80 GB H100 shows about 79.2 GiB). Checkpoint sizes: ~14 bytes per parameter (fp32 weights,
-# AdamW moments, HF weights) for the model each profile trains; see docs/appliance.md.
+# (an 80 GB H100 shows about 79.2 GiB). Every GPU profile trains Qwen3-4B (4.0 B parameters); one verl
+# checkpoint holds fp32 weights (4 B/parameter, 14.9 GiB) plus, for full fine-tuning (80g and up), the
+# AdamW moments (8 B/parameter, 29.8 GiB); LoRA profiles add well under 1 GiB. Rounded up for the extras.
 PROFILES: dict[str, HardwareProfile] = {
     p.name: p
     for p in (
         HardwareProfile("cpu-smoke", 0.0, 0.1),
-        HardwareProfile("24g", 22.0, 12.0),
-        HardwareProfile("48g", 44.0, 26.0),
-        HardwareProfile("80g", 74.0, 56.0),
-        HardwareProfile("96g", 90.0, 56.0),
-        HardwareProfile("141g", 130.0, 112.0),
+        HardwareProfile("24g", 22.0, 16.0),
+        HardwareProfile("48g", 44.0, 16.0),
+        HardwareProfile("80g", 74.0, 48.0),
+        HardwareProfile("96g", 90.0, 48.0),
+        HardwareProfile("141g", 130.0, 48.0),
     )
 }
 

@@ -57,7 +57,7 @@ def render(report: ProbeReport) -> Table:
         ("flash-attn importable", _package(facts.flash_attn)),
         ("vLLM importable", _package(facts.vllm)),
         ("/dev/shm", _gib(facts.shm_total_gib)),
-        (f"free disk under {facts.checkpoints_dir}", _gib(facts.checkpoints_free_gib)),
+        ("free disk for checkpoints", f"{_gib(facts.checkpoints_free_gib)} under {facts.checkpoints_dir}"),
         ("CPUs", str(facts.cpu_count)),
         ("RAM total / available", f"{_gib(facts.ram_total_gib)} / {_gib(facts.ram_available_gib)}"),
         ("profile", f"{report.profile} ({report.profile_source})"),
@@ -77,7 +77,9 @@ def run(args: argparse.Namespace) -> int:
 
     checkpoints = Path(args.checkpoints or os.environ.get("MEDPLAY_CHECKPOINTS", "/checkpoints"))
     report = assess(collect_facts(checkpoints), args.profile, args.checkpoint_gib)
-    console = Console(soft_wrap=True)
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)  # logs and pipes: one line per row
     console.print(render(report))
     for note in report.notes:
         console.print(note)

@@ -8,60 +8,15 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-ENTRYPOINT = REPO / "entrypoints" / "entrypoint.sh"
-VENV_BIN = Path(sys.executable).parent
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports nothing listens on right now (held open together so they differ)."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def stop_session(session_id: int, grace_s: float = 20) -> None:
-    """TERM, then KILL, every process still in this session (supervisord, Ray, their children)."""
-
-    def members() -> list[psutil.Process]:
-        found = []
-        for process in psutil.process_iter():
-            try:
-                if os.getsid(process.pid) == session_id:
-                    found.append(process)
-            except (ProcessLookupError, PermissionError, psutil.Error):
-                continue
-        return found
-
-    for process in members():
-        try:
-            process.send_signal(signal.SIGTERM)
-        except psutil.Error:
-            pass
-    _, alive = psutil.wait_procs(members(), timeout=grace_s)
-    for process in alive:
-        try:
-            process.kill()
-        except psutil.Error:
-            pass
+from appliance_harness import ENTRYPOINT, REPO, VENV_BIN, free_ports, stop_session
 
 
 @dataclass
@@ -173,7 +128,7 @@ def external_ray_head(tmp_path: Path) -> Iterator[RayHead]:
     try:
         deadline = time.monotonic() + 180
         status = [str(VENV_BIN / "ray"), "status", "--address", address]
-        while subprocess.run(status, env=env, capture_output=True, timeout=60).returncode != 0:
+        while subprocess.run(status, env=env, capture_output=True, timeout=60, check=False).returncode != 0:
             assert head.poll() is None, f"the Ray head exited: {(tmp_path / 'external-ray-head.log').read_text()}"
             assert time.monotonic() < deadline, "the Ray head did not come up within 180 s"
             time.sleep(2)

