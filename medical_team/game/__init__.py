@@ -3,6 +3,9 @@
 The single-game API (used by the batch manager and by per-game agent loops) is re-exported here.
 """
 
+from medical_team.game.answers import AssessorAnswer, parse_assessor_answer
+from medical_team.game.cot import FormatRule, ParsedResponse, parse_response
+from medical_team.game.manager import Experience, GameBatch, Generator, MedicalDialogueGameManager, PlayedGame
 from medical_team.game.metrics import game_metrics, metric_names
 from medical_team.game.rewards import RewardConfig, RewardScheme
 from medical_team.game.settle import (
@@ -17,9 +20,17 @@ from medical_team.game.settle import (
 )
 
 __all__ = [
+    "AssessorAnswer",
+    "Experience",
+    "FormatRule",
+    "GameBatch",
     "GameConfig",
     "GameOutcome",
+    "Generator",
     "JudgeStats",
+    "MedicalDialogueGameManager",
+    "ParsedResponse",
+    "PlayedGame",
     "RewardConfig",
     "RewardScheme",
     "call_judge",
@@ -28,5 +39,7 @@ __all__ = [
     "judge_request",
     "metric_names",
     "note_for_assessor",
+    "parse_assessor_answer",
+    "parse_response",
     "settle",
 ]

@@ -16,7 +16,7 @@ from medical_team.game.judging import Judge, JudgeVerdict
 from medical_team.game.metrics import game_metrics
 from medical_team.game.prompts import Message, assessor_messages, attacker_messages
 from medical_team.game.settle import GameConfig, GameOutcome, JudgeStats, call_judge, judge_request, settle
-from medical_team.vocab import Role
+from medical_team.vocab import Category, Role
 
 
 class Generator(Protocol):
@@ -60,7 +60,7 @@ class Experience:
     """One training sample: a trained turn with its role, category and scalar reward."""
 
     role: Role
-    category: str
+    category: Category
     reward: float
     messages: list[Message]
     response: str
@@ -84,7 +84,7 @@ def _experiences(index: int, game: PlayedGame, roles: frozenset[Role]) -> list[E
     return [
         Experience(
             role=turn.role,
-            category=game.seed.category.value,
+            category=game.seed.category,
             reward=reward,
             messages=turn.messages,
             response=turn.response,

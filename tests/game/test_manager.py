@@ -97,7 +97,7 @@ def check_batch(batch: GameBatch, seeds: list[GameSeed]) -> None:
             assert assess.messages == assessor_messages(game.seed.text)
             assert roles == {Role.ASSESSOR}
     for e in batch.experiences:
-        assert e.category == batch.games[e.game_index].seed.category.value
+        assert e.category is batch.games[e.game_index].seed.category
 
 
 def test_tiny_model_plays_sixteen_games_with_the_rules_judge(tiny_model_dir: Path, seeds: list[GameSeed]) -> None:
