@@ -138,8 +138,9 @@ def choose_ray_cluster(config: DictConfig) -> str:
     ray_init = config.ray_kwargs.ray_init
     address = os.environ.get("RAY_ADDRESS")
     if address:
-        for key in ("num_cpus", "num_gpus"):
-            ray_init.pop(key, None)
+        with open_dict(ray_init):
+            for key in ("num_cpus", "num_gpus"):
+                ray_init.pop(key, None)
         return address
     with open_dict(ray_init):
         ray_init.address = "local"
