@@ -85,6 +85,8 @@ def parse_judge_output(text: str) -> JudgeVerdict:
             return JudgeVerdict.as_tie(f"judge output: '{key}' is neither yes nor no", parse_error=True)
         flags[key] = answer
     sentence = values.get("error_sentence", "").strip().strip('"').strip() or None
+    if sentence is not None:  # a remote model's JSON may carry lone surrogates, which no response could encode
+        sentence = sentence.encode("utf-8", "replace").decode("utf-8")
     return JudgeVerdict(
         error_present=flags["error_present"],
         faithful=flags["faithful"],

@@ -52,6 +52,11 @@ def test_error_sentence_kept_only_with_an_error() -> None:
     assert parse_judge_output("error_present: no\nfaithful: yes\nerror_sentence: Give 5 g.").error_sentence is None
 
 
+def test_error_sentence_is_always_encodable() -> None:
+    sentence = parse_judge_output("error_present: yes\nfaithful: yes\nerror_sentence: bad \ud800 text").error_sentence
+    assert sentence is not None and sentence.encode("utf-8")
+
+
 @pytest.mark.parametrize(
     "output",
     [
