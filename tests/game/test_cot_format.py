@@ -144,3 +144,32 @@ def test_fuzz_mutations_are_flagged(rule: FormatRule, reasoning: str, answer: st
     parsed = parse_response(text)
     assert rule in parsed.violations
     assert not parsed.compliant and not oracle_compliant(text)
+
+
+def oracle_rules(text: str) -> set[FormatRule]:
+    """Each rule of GAME.md checked on its own from all tag positions (a second, slower implementation)."""
+    occ = {tag: [m.start() for m in re.finditer(re.escape(tag), text)] for tag in TAGS}
+    close, opening, end = occ["</think>"], occ["<answer>"], occ["</answer>"]
+    start = opening[0] + len("<answer>") if opening else -1
+    span = next(((start, b) for b in end if opening and b >= start), None)
+    ranks = [rank for _, rank in sorted((p, r) for r, tag in enumerate(TAGS[1:]) for p in occ[tag])]
+    checks = {
+        R.NO_THINK_CLOSE: not close,
+        R.NO_ANSWER_SPAN: span is None,
+        R.THINK_REOPENED: bool(occ["<think>"]),
+        R.EMPTY_REASONING: bool(close) and not text[: close[0]].strip(),
+        R.EMPTY_ANSWER: span is not None and not text[span[0] : span[1]].strip(),
+        R.REPEATED_TAG: any(len(occ[tag]) > 1 for tag in TAGS[1:]),
+        R.TAGS_OUT_OF_ORDER: ranks != sorted(ranks),
+        R.THINK_CLOSE_AT_START: close[:1] == [0],
+        R.TEXT_BEFORE_ANSWER: bool(close and opening and close[0] < opening[0])
+        and bool(text[close[0] + len("</think>") : opening[0]].strip()),
+        R.TEXT_AFTER_ANSWER: bool(end) and bool(text[end[-1] + len("</answer>") :].strip()),
+    }
+    return {rule for rule, broken in checks.items() if broken}
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.one_of(TAGGY_TEXT, st.lists(PIECES, max_size=30).map("".join)))
+def test_fuzz_each_rule_agrees_with_a_second_implementation(text: str) -> None:
+    assert set(parse_response(text).violations) == oracle_rules(text)
