@@ -34,17 +34,19 @@ RUN apt-get update \
 WORKDIR /opt/medplay
 COPY docker/requirements-gpu.lock docker/requirements-gpu.lock
 # Everything but flash-attn first: flash-attn's build needs the installed torch (no build isolation).
+# Later installs use the lock as constraints, which pip accepts only without extras (`verl[verl-core]`).
 RUN grep -v '^flash-attn==' docker/requirements-gpu.lock > /tmp/stack.txt \
     && pip install -r /tmp/stack.txt \
-    && rm /tmp/stack.txt
+    && rm /tmp/stack.txt \
+    && sed 's/\[[^]]*\]==/==/' docker/requirements-gpu.lock > docker/constraints-gpu.txt
 RUN MAX_JOBS="${MAX_JOBS}" FLASH_ATTN_CUDA_ARCHS="${FLASH_ATTN_CUDA_ARCHS}" \
-    pip install --no-build-isolation -c docker/requirements-gpu.lock "flash-attn"
+    pip install --no-build-isolation -c docker/constraints-gpu.txt "flash-attn"
 
 # The project (with the bundled MEDEC-MS CSVs as package data), against the same pins.
 COPY pyproject.toml README.md ./src/
 COPY configs ./src/configs
 COPY medical_team ./src/medical_team
-RUN pip install -c docker/requirements-gpu.lock ./src \
+RUN pip install -c docker/constraints-gpu.txt ./src \
     && pip check \
     && pip freeze > image-freeze.txt
 

@@ -7,7 +7,8 @@ run_dir="${MEDPLAY_RUN_DIR:-/tmp/medplay}"
 heartbeat="${MEDPLAY_HEARTBEAT_FILE:-${MEDPLAY_CHECKPOINTS:-/checkpoints}/metrics.jsonl}"
 max_age="${MEDPLAY_HEARTBEAT_MAX_AGE_S:-1800}"
 
-if ! kill -0 "$(cat "${run_dir}/supervisord.pid" 2>/dev/null || echo 0)" 2>/dev/null; then
+pid="$(cat "${run_dir}/supervisord.pid" 2>/dev/null || true)"
+if [[ ! "${pid}" =~ ^[0-9]+$ ]] || ! kill -0 "${pid}" 2>/dev/null; then
     echo "unhealthy: supervisord is not running"
     exit 1
 fi

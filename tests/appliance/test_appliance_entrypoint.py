@@ -11,8 +11,9 @@ import subprocess
 import time
 from pathlib import Path
 
+import httpx
 import pytest
-from appliance_harness import ENTRYPOINT, REPO, VENV_BIN, stop_session
+from appliance_harness import ENTRYPOINT, REPO, VENV_BIN, free_ports, stop_session
 
 SHELL_SCRIPTS = sorted([*REPO.glob("entrypoints/*.sh"), *REPO.glob("docker/*.sh"), REPO / ".ci" / "run"])
 
@@ -94,3 +95,25 @@ def test_sigterm_reaches_the_running_step_and_its_status_is_the_exit_status(appl
     assert "step probe failed with exit status 143" in output
     assert not (appliance.logs / "pipeline" / "convert.log").exists()
     assert (appliance.run_dir / "pipeline.status").read_text().strip() == "143"
+
+
+def test_judge_program_serves_on_loopback_and_stops_on_sigterm(appliance):
+    (port,) = free_ports(1)
+    appliance.env.update(MEDPLAY_JUDGE_PORT=str(port), MEDPLAY_JUDGE_SERVE_ARGS="--backend rules")
+    server = subprocess.Popen([str(REPO / "entrypoints" / "judge-server.sh")], env=appliance.env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert server.poll() is None and time.monotonic() < deadline, "the judge server did not come up"
+            time.sleep(0.5)
+        server.send_signal(signal.SIGTERM)  # what supervisord sends when it stops the program
+        server.communicate(timeout=60)
+    finally:
+        stop_session(server.pid)
+    assert server.returncode == 0
