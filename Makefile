@@ -25,8 +25,12 @@ $(STAMP): requirements/cpu.in requirements/cpu.lock pyproject.toml
 test: $(STAMP)
 	$(PY) -m pytest -q
 
+# Convert the bundled MEDEC data, then 3 real verl self-play steps on CPU with a tiny local model.
 demo: $(STAMP)
 	$(VENV)/bin/medplay convert --output $(DEMO_DIR)/data
+	rm -rf $(DEMO_DIR)/checkpoints $(DEMO_DIR)/tensorboard
+	timeout 600 $(VENV)/bin/medplay train profile=cpu-smoke medplay.output_dir=$(DEMO_DIR) \
+	    medplay.data_dir=$(DEMO_DIR)/data trainer.total_training_steps=3
 
 lock: $(STAMP)
 	{ echo "# Exact versions of the CPU environment (pip constraints). Regenerate: make lock"; \

