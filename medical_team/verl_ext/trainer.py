@@ -4,11 +4,16 @@ Select with `trainer.v1.trainer_mode=medplay_sync`. Every step logs, besides ver
 every name of GAME.md (`medical_team.game.game_metrics` over the games the agent-loop workers
 settled this step, dropped ties included) and `samples/<role>`, the rows of each role in the
 update batch. They reach every `trainer.logger` backend through verl's Tracking.
+
+It also wires in the reliability hooks (`medical_team.verl_ext.reliability`): the metrics JSONL is
+appended to rather than truncated on restart, and a stop request (SIGTERM to the launcher) saves a
+checkpoint and ends training after the current step.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from transfer_queue import KVBatchMeta
@@ -16,6 +21,8 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 from medical_team.game import game_metrics
+from medical_team.verl_ext.reliability.graceful_stop import honour_stop_request
+from medical_team.verl_ext.reliability.metrics_file import use_appending_file_logger
 from medical_team.verl_ext.roles import role_of_key
 from medical_team.vocab import Role
 
@@ -44,3 +51,16 @@ class SelfPlayTrainer(PPOTrainerSync):
         outcomes, judge_stats = self.agent_loop_manager.drain_games()
         metrics.update(game_metrics(outcomes, judge_stats))
         metrics.update(sample_metrics(batch))
+
+    def fit(self, agent_loop_manager: Any) -> None:
+        """verl's training loop, with the metrics JSONL opened for appending (a resumed run keeps earlier steps)."""
+        use_appending_file_logger()
+        super().fit(agent_loop_manager)
+
+    def on_step_end(self) -> None:
+        """verl's weight sync, then honour a stop request (save unless this step already saved, then finish)."""
+        super().on_step_end()
+        save_freq = self.config.trainer.save_freq
+        is_last_step = self.global_steps >= self.total_training_steps
+        saved = save_freq > 0 and (is_last_step or self.global_steps % save_freq == 0)
+        honour_stop_request(self, Path(self.config.trainer.default_local_dir), saved_this_step=saved)
