@@ -55,9 +55,15 @@ DOCKER_RUN = $(DOCKER) run --rm $(GPUS) --ipc=host --stop-timeout $(STOP_TIMEOUT
 	-v $(abspath $(VOLUMES))/checkpoints:/checkpoints -v $(abspath $(VOLUMES))/models:/models \
 	-v $(abspath $(VOLUMES))/data:/data -v $(abspath $(VOLUMES))/logs:/logs
 
+# The image's user takes the host user's ids (files on the volumes stay theirs); root on the host gets 1000.
+HOST_UID := $(shell id -u)
+HOST_GID := $(shell id -g)
+MEDPLAY_UID ?= $(if $(filter 0,$(HOST_UID)),1000,$(HOST_UID))
+MEDPLAY_GID ?= $(if $(filter 0,$(HOST_GID)),1000,$(HOST_GID))
+
 build:
-	$(DOCKER) build $$(docker/stack.sh build-args) --build-arg MEDPLAY_UID=$$(id -u) \
-	    --build-arg MEDPLAY_GID=$$(id -g) --build-arg IMAGE_TAG=$(IMAGE):$(IMAGE_TAG) \
+	$(DOCKER) build $$(docker/stack.sh build-args) --build-arg MEDPLAY_UID=$(MEDPLAY_UID) \
+	    --build-arg MEDPLAY_GID=$(MEDPLAY_GID) --build-arg IMAGE_TAG=$(IMAGE):$(IMAGE_TAG) \
 	    -t $(IMAGE):$(IMAGE_TAG) -t $(IMAGE):latest .
 
 $(VOLUMES):

@@ -109,3 +109,10 @@ def test_image_tag_names_the_locked_stack():
     build_args = subprocess.run([REPO / "docker" / "stack.sh", "build-args"], capture_output=True, text=True,
                                 check=True).stdout.split()  # fmt: skip
     assert f"CUDA_IMAGE={pins['CUDA_IMAGE']}" in build_args and f"PYTHON_VERSION={pins['PYTHON_VERSION']}" in build_args
+
+
+def test_make_build_tags_and_builds_from_the_lock():
+    tag = subprocess.run([REPO / "docker" / "stack.sh", "tag"], capture_output=True, text=True, check=True).stdout
+    dry_run = subprocess.run(["make", "-n", "build"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    assert "docker/stack.sh build-args" in dry_run
+    assert f"-t medplay:{tag.strip()} -t medplay:latest" in dry_run
