@@ -43,18 +43,19 @@ class HardwareProfile:
 
 
 # Named after the card's nominal size; thresholds sit below it because drivers report a little less
-# (an 80 GB H100 shows about 79.2 GiB). Every GPU profile trains Qwen3-4B (4.0 B parameters); one verl
-# checkpoint holds fp32 weights (4 B/parameter, 14.9 GiB) plus, for full fine-tuning (80g and up), the
-# AdamW moments (8 B/parameter, 29.8 GiB); LoRA profiles add well under 1 GiB. Rounded up for the extras.
+# (an 80 GB H100 shows about 79.2 GiB). Every GPU profile trains Qwen3-4B (4.0 B parameters) and saves
+# [model, optimizer, extra, hf_model]: fp32 weights (4 B/parameter, 14.9 GiB), HF weights (at most the
+# same again), and for full fine-tuning (80g and up) the AdamW moments (8 B/parameter, 29.8 GiB); LoRA
+# optimizer state is well under 1 GiB. Rounded up.
 PROFILES: dict[str, HardwareProfile] = {
     p.name: p
     for p in (
         HardwareProfile("cpu-smoke", 0.0, 0.1),
-        HardwareProfile("24g", 22.0, 16.0),
-        HardwareProfile("48g", 44.0, 16.0),
-        HardwareProfile("80g", 74.0, 48.0),
-        HardwareProfile("96g", 90.0, 48.0),
-        HardwareProfile("141g", 130.0, 48.0),
+        HardwareProfile("24g", 22.0, 32.0),
+        HardwareProfile("48g", 44.0, 32.0),
+        HardwareProfile("80g", 74.0, 60.0),
+        HardwareProfile("96g", 90.0, 60.0),
+        HardwareProfile("141g", 130.0, 60.0),
     )
 }
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -129,7 +130,7 @@ def test_small_dev_shm_and_full_checkpoint_disk_are_refused():
             "`--shm-size=16g`"
         ),
         (
-            "/checkpoints has 20.00 GiB free; one checkpoint of profile 80g needs 48 GiB: free space or mount a "
+            "/checkpoints has 20.00 GiB free; one checkpoint of profile 80g needs 60 GiB: free space or mount a "
             "larger volume"
         ),
     ]
@@ -193,3 +194,13 @@ def test_medplay_probe_refuses_a_gpu_profile_without_a_gpu(tmp_path):
 
     assert result.returncode == 3
     assert "profile 24g needs a GPU with >= 22 GiB but no GPU was found" in result.stdout
+
+
+def test_docs_profile_table_matches_the_probe():
+    text = (Path(__file__).resolve().parents[2] / "docs" / "appliance.md").read_text()
+    rows = re.findall(r"^\| (cpu-smoke|\d+g) \| (no GPU|[\d.]+) \| ([\d.]+) \|$", text, flags=re.MULTILINE)
+    assert {name for name, _, _ in rows} == set(PROFILES)
+    for name, vram, checkpoint in rows:
+        profile = PROFILES[name]
+        assert vram == ("no GPU" if not profile.needs_gpu else f"{profile.min_vram_gib:g}"), name
+        assert float(checkpoint) == profile.checkpoint_gib, name
