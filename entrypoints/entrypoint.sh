@@ -24,7 +24,7 @@ if [[ -z "${RAY_ADDRESS:-}" ]]; then
     export RAY_AUTH_MODE="${RAY_AUTH_MODE:-token}"
     export RAY_AUTH_TOKEN_PATH="${RAY_AUTH_TOKEN_PATH:-${MEDPLAY_RUN_DIR}/ray-auth-token}"
 fi
-export MEDPLAY_JUDGE_PORT="${MEDPLAY_JUDGE_PORT:-8000}"
+export MEDPLAY_JUDGE_PORT="${MEDPLAY_JUDGE_PORT:-8100}"
 export MEDPLAY_JUDGE_SERVE_ARGS="${MEDPLAY_JUDGE_SERVE_ARGS:---backend rules}"
 
 usage() {

@@ -113,12 +113,12 @@ else
 fi
 run_step ray-ready wait_until 180 "Ray cluster at ${RAY_ADDRESS}" ray status --address "${RAY_ADDRESS}"
 
-# --- the judge server, when the config asks for the local remote judge -------------------------------------
+# --- the judge server, when the config asks for medplay's judge server without naming one -----------------
 train_overrides=()
-if [[ "${judge_backend}" == openai && -z "${judge_url}" ]]; then
+if [[ "${judge_backend}" == http && -z "${judge_url}" ]]; then
     run_step judge-server "${supervisorctl[@]}" start judge
     run_step judge-ready wait_until 600 "judge server" http_ok "http://127.0.0.1:${MEDPLAY_JUDGE_PORT}/health"
-    train_overrides+=("medplay.judge.url=http://127.0.0.1:${MEDPLAY_JUDGE_PORT}/v1")
+    train_overrides+=("medplay.judge.url=http://127.0.0.1:${MEDPLAY_JUDGE_PORT}")
 fi
 
 # --- convert: the bundled MEDEC-MS CSVs, or the CSVs under MEDPLAY_DATA ------------------------------------

@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+from appliance_harness import free_ports
 
 from medical_team.data.medec import VALIDATION_CSV, bundled_csv
 
@@ -84,4 +85,19 @@ def test_pipeline_joins_the_cluster_in_ray_address(appliance, external_ray_head)
     assert "spawned: 'ray-head'" not in supervisord_log(appliance)
     assert not (appliance.logs / "pipeline" / "ray-head.log").exists()
     assert_trainer_joined(appliance, external_ray_head.address)
+    assert (appliance.checkpoints / "global_step_2").is_dir()
+
+
+def test_judge_server_program_judges_the_training_games(appliance):
+    (judge_port,) = free_ports(1)
+    appliance.env.update(MEDPLAY_JUDGE_PORT=str(judge_port), MEDPLAY_JUDGE_SERVE_ARGS="--backend rules")
+
+    result = appliance.run("train", "medplay.judge.backend=http", *TRAIN_2_STEPS)
+
+    assert result.returncode == 0, result.stdout[-8000:]
+    assert "spawned: 'judge'" in supervisord_log(appliance)
+    assert "judge server is ready" in appliance.log("pipeline", "judge-ready.log")
+    config = (appliance.checkpoints / "config.yaml").read_text()
+    assert f"url: http://127.0.0.1:{judge_port}" in config and "backend: http" in config
+    assert re.search(r'"POST /\S+ HTTP/1\.1" 200', appliance.log("supervisor", "judge.log"))
     assert (appliance.checkpoints / "global_step_2").is_dir()
