@@ -23,11 +23,13 @@ def instructions(name: str) -> list[str]:
     return [line.split(" ", 1)[1] for line in joined.splitlines() if line.startswith(f"{name} ")]
 
 
-def test_every_copied_path_exists():
+def test_every_copied_path_exists_and_is_in_the_build_context():
+    allowed = {line[1:].rstrip("/") for line in (REPO / ".dockerignore").read_text().splitlines() if line[:1] == "!"}
     for arguments in instructions("COPY"):
         *sources, _target = arguments.split()
         for source in sources:
             assert (REPO / source).exists(), source
+            assert source.split("/")[0] in allowed, f"{source} is excluded by .dockerignore"
 
 
 def test_runs_as_a_non_root_user_with_a_host_matchable_uid():
