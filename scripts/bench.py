@@ -1,0 +1,201 @@
+"""Benchmark: a self-play training step against verl's stock single-turn GRPO step, same tiny model, batch and lengths.
+
+    .venv/bin/python scripts/bench.py                 # `make bench`; writes build/bench.json
+    .venv/bin/python scripts/bench.py --steps 6 --skip 2 --output build/bench.json
+
+Both runs are the real verl trainer on the cpu-smoke profile (configs/profile/cpu-smoke.yaml), built
+from the same composed config; the stock run only swaps in verl's own pieces: the `single_turn_agent`
+agent loop, verl's agent-loop manager, the `grpo` estimator and the stock `sync` V1 trainer. Its reward
+is the assessor reward function (`reward.custom_reward_function`). Figures are medians over the steps
+after the warm-up steps, read from verl's `timing_s/*` and `perf/*` metrics in each run's metrics JSONL.
+Peak memory is the largest resident-set sum over the run's whole process tree (driver, Ray, workers, vLLM).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_runs import run_sampled, summarise_metrics
+
+from medical_team.cli.version import stack_versions
+
+TARGET_RATIO = 2.2  # a game has two turns: at most about twice the single-turn step
+GEN_NOTE = (
+    "verl's V1 replay buffer polls every 2 s, so timing_s/gen has a ~2 s floor in both runs on this CPU; "
+    "tokens_per_s is verl's perf/throughput (prompt + response tokens of the update batch per second)"
+)
+STOCK_OVERRIDES = (
+    "actor_rollout_ref.rollout.agent.default_agent_loop=single_turn_agent",
+    "actor_rollout_ref.rollout.agent.agent_loop_manager_class=null",
+    "algorithm.adv_estimator=grpo",
+    "trainer.v1.trainer_mode=sync",
+)
+
+
+def medplay(*args: str) -> list[str]:
+    """The command line of the `medplay` CLI installed next to this interpreter."""
+    return [str(Path(sys.executable).parent / "medplay"), *args]
+
+
+def prepare(work: Path) -> tuple[Path, Path]:
+    """The converted data folder and the tiny model folder shared by both runs (built once)."""
+    data, model = work / "data", work / "tiny-qwen3"
+    if not (data / "train.parquet").is_file():
+        subprocess.run(medplay("convert", "--output", str(data)), check=True, stdout=subprocess.DEVNULL)
+    if not (model / "config.json").is_file():
+        from medical_team.verl_ext.tiny_model import build_tiny_model
+
+        build_tiny_model(model)
+    return data, model
+
+
+def train_run(name: str, work: Path, common: list[str], extra: tuple[str, ...], timeout_s: float, skip: int) -> dict:
+    """One fresh training run; its exit status, wall time, peak memory and metric medians."""
+    output = work / name
+    shutil.rmtree(output, ignore_errors=True)
+    load_before = os.getloadavg()
+    run = run_sampled(
+        medplay("train", *common, f"medplay.output_dir={output}", *extra), work / f"{name}.log", timeout_s
+    )
+    result: dict[str, Any] = {
+        "returncode": run.returncode,
+        "wall_s": round(run.wall_s, 1),
+        "peak_rss_mib": round(run.peak_rss_mib),
+        "load_average_before": [round(x, 2) for x in load_before],
+        "log": str(run.log),
+        "overrides": [*common, *extra],
+    }
+    metrics = output / "checkpoints" / "metrics.jsonl"
+    if run.returncode == 0 and metrics.is_file():
+        result.update(summarise_metrics(metrics, skip))
+    else:
+        result["error"] = f"training exited with status {run.returncode}; see {run.log}"
+    return result
+
+
+def per_second(count: float | None, seconds: float | None) -> float | None:
+    """count / seconds, or None when either is unknown."""
+    return round(count / seconds, 3) if count and seconds else None
+
+
+def samples_per_step(run: dict[str, Any], stock_samples: int | None = None) -> float | None:
+    """Training samples per step: attacker + assessor rows (self-play) or the stock run's prompts x rollout.n."""
+    if stock_samples is not None:
+        return float(stock_samples)
+    if run.get("samples_attacker") is None or run.get("samples_assessor") is None:
+        return None
+    return run["samples_attacker"] + run["samples_assessor"]
+
+
+def gpu_section(work: Path, data: Path, steps: int, skip: int, timeout_s: float) -> dict[str, Any]:
+    """Self-play samples/s and peak GPU memory of a random Qwen3-4B-shaped policy; 'no GPU available' on CPU."""
+    import torch
+
+    empty = {"samples_per_s": None, "peak_gpu_memory_reserved_gib": None}
+    if not torch.cuda.is_available():
+        return {"status": "no GPU available", **empty}
+    from bench_gpu import TOKENIZER_INSTALL, build_random_qwen3_4b, qwen3_tokenizer_dir
+
+    tokenizer_dir = qwen3_tokenizer_dir()
+    if tokenizer_dir is None:
+        return {"status": f"GPU present but the real Qwen3 tokenizer is not installed: {TOKENIZER_INSTALL}", **empty}
+    model = build_random_qwen3_4b(work / "qwen3-4b-random", tokenizer_dir)
+    probe = work / "probe.json"
+    subprocess.run(medplay("probe", "--output", str(probe)), check=False, stdout=subprocess.DEVNULL)
+    profile = json.loads(probe.read_text()).get("profile") if probe.is_file() else None
+    if not profile:
+        return {"status": f"GPU present but `medplay probe` chose no profile; see {probe}", **empty}
+    common = [
+        f"profile={profile}",
+        f"medplay.data_dir={data}",
+        f"medplay.model.path={model}",
+        f"trainer.total_training_steps={steps}",
+        "trainer.save_freq=-1",
+        "trainer.resume_mode=disable",
+    ]
+    run = train_run("gpu_selfplay", work, common, (), timeout_s, skip)
+    return {
+        "status": "measured" if run["returncode"] == 0 else run.get("error", "failed"),
+        "device": torch.cuda.get_device_name(0),
+        "profile": profile,
+        "samples_per_s": per_second(samples_per_step(run), run.get("step_s")),
+        "peak_gpu_memory_reserved_gib": run.get("peak_device_memory_reserved_gib"),
+        "run": run,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run both trainings and write the comparison as JSON."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=6, help="training steps per run (default 6)")
+    parser.add_argument("--skip", type=int, default=2, help="warm-up steps left out of the medians (default 2)")
+    parser.add_argument("--work", type=Path, default=Path("build/bench"), help="scratch folder (default build/bench)")
+    parser.add_argument("--output", type=Path, default=Path("build/bench.json"), help="result file")
+    parser.add_argument("--timeout", type=float, default=1200, help="seconds allowed per training run")
+    args = parser.parse_args(argv)
+
+    work = args.work.resolve()
+    data, model = prepare(work)
+    common = [
+        "profile=cpu-smoke",
+        f"medplay.data_dir={data}",
+        f"medplay.model.path={model}",
+        "medplay.model.build_tiny=false",
+        f"trainer.total_training_steps={args.steps}",
+        "trainer.save_freq=-1",
+        "trainer.resume_mode=disable",
+    ]
+    started = time.time()
+    selfplay = train_run("selfplay", work, common, (), args.timeout, args.skip)
+    stock = train_run("stock_grpo", work, common, STOCK_OVERRIDES, args.timeout, args.skip)
+    ratio = None
+    if selfplay.get("step_s") and stock.get("step_s"):
+        ratio = round(selfplay["step_s"] / stock["step_s"], 3)
+    from omegaconf import OmegaConf
+
+    batch = OmegaConf.load(
+        Path(__file__).parent.parent / "configs" / "profile" / "cpu-smoke.yaml"
+    ).data.train_batch_size
+    stock_samples = batch  # verl's single-turn run: one sample per prompt (rollout.n = 1)
+    selfplay_samples = samples_per_step(selfplay)
+    report = {
+        "what": "self-play step vs verl stock single-turn GRPO step, cpu-smoke profile, same tiny model/batch/lengths",
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
+        "host": {"platform": platform.platform(), "cpus": os.cpu_count(), "load_average_end": os.getloadavg()},
+        "versions": stack_versions(),
+        "train_batch_size": batch,
+        "steps": args.steps,
+        "warmup_steps_skipped": args.skip,
+        "step_time_ratio_selfplay_over_stock": ratio,
+        "target_ratio_at_most": TARGET_RATIO,
+        "meets_target": None if ratio is None else ratio <= TARGET_RATIO,
+        "selfplay_games_per_s": per_second(batch, selfplay.get("step_s")),
+        "selfplay_samples_per_step": selfplay_samples,
+        "selfplay_samples_per_s": per_second(selfplay_samples, selfplay.get("step_s")),
+        "selfplay_tokens_per_s": selfplay.get("tokens_per_s"),
+        "stock_prompts_per_s": per_second(batch, stock.get("step_s")),
+        "stock_samples_per_step": stock_samples,
+        "stock_tokens_per_s": stock.get("tokens_per_s"),
+        "note": GEN_NOTE,
+        "selfplay": selfplay,
+        "stock_grpo": stock,
+        "gpu": gpu_section(work, data, args.steps, args.skip, args.timeout),
+    }
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps({k: report[k] for k in ("step_time_ratio_selfplay_over_stock", "selfplay_games_per_s")}))
+    print(f"wrote {args.output}")
+    return 0 if selfplay["returncode"] == 0 and stock["returncode"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,123 @@
+"""Helpers of scripts/bench.py: run one training in a subprocess while sampling its memory, and summarise its metrics."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from medical_team.evaluate.metrics_log import read_metrics
+
+# verl's phase timers (`timing_s/<name>`) reported per phase; `gen` includes the agent loop's judge calls.
+PHASES = ("gen", "reward", "old_log_prob", "ref", "adv", "update_actor", "update_weights")
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How a training subprocess ended and what it used."""
+
+    returncode: int
+    wall_s: float
+    peak_rss_mib: float  # largest sum of resident memory over the process and all its descendants
+    log: Path
+
+
+def _tree_rss(process: psutil.Process) -> int:
+    """Resident bytes of a process and all its descendants (Ray workers, vLLM) at this moment."""
+    total = 0
+    for member in [process, *process.children(recursive=True)]:
+        try:
+            total += member.memory_info().rss
+        except psutil.Error:
+            continue
+    return total
+
+
+def run_sampled(command: list[str], log: Path, timeout_s: float, every_s: float = 0.5) -> RunResult:
+    """Run `command` with output to `log`, sampling the process tree's memory until it exits or times out."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    peak = 0
+    started = time.perf_counter()
+    with log.open("wb") as sink:
+        child = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        watched = psutil.Process(child.pid)
+        stop = threading.Event()
+
+        def sample() -> None:
+            nonlocal peak
+            while not stop.is_set():
+                try:
+                    peak = max(peak, _tree_rss(watched))
+                except psutil.Error:
+                    return
+                stop.wait(every_s)
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        try:
+            returncode = child.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            _kill_tree(watched)
+            returncode = child.wait()
+        finally:
+            stop.set()
+            sampler.join()
+    return RunResult(returncode, time.perf_counter() - started, peak / 2**20, log)
+
+
+def _kill_tree(process: psutil.Process) -> None:
+    """Terminate a process that overran its time and everything it started."""
+    members = [*process.children(recursive=True), process]
+    for member in members:
+        try:
+            member.terminate()
+        except psutil.Error:
+            continue
+    _, alive = psutil.wait_procs(members, timeout=10)
+    for member in alive:
+        member.kill()
+
+
+def _median(values: list[float]) -> float | None:
+    """Median of the values, or None when there are none."""
+    return statistics.median(values) if values else None
+
+
+def summarise_metrics(metrics_file: Path, skip_steps: int) -> dict[str, Any]:
+    """Median per-step figures from verl's metrics JSONL, leaving out the first `skip_steps` (warm-up) steps."""
+    history = read_metrics(metrics_file)
+    kept = history.steps[skip_steps:] or history.steps
+
+    def median_of(name: str) -> float | None:
+        steps, values = history.series(name)
+        return _median([v for s, v in zip(steps, values) if s in kept])
+
+    _, reserved = history.series("actor/perf/max_memory_reserved_gb")
+    untimed = [
+        row["timing_s/step"] - sum(row.get(f"timing_s/{phase}", 0.0) for phase in PHASES)
+        for step, row in history.rows.items()
+        if step in kept and "timing_s/step" in row
+    ]
+    return {
+        "steps_logged": len(history.steps),
+        "peak_device_memory_reserved_gib": max(reserved) if reserved else None,
+        "steps_measured": kept,
+        "step_s": median_of("timing_s/step"),
+        "phase_s": {phase: median_of(f"timing_s/{phase}") for phase in PHASES},
+        "outside_phases_s": _median(untimed),  # step time no phase timer covers (metrics, buffer waits)
+        "tokens_per_step": median_of("perf/total_num_tokens"),
+        "tokens_per_s": median_of("perf/throughput"),
+        "samples_attacker": median_of("samples/attacker"),
+        "samples_assessor": median_of("samples/assessor"),
+        "judge_latency_s": median_of("judge/latency_s"),
+        "judge_calls": median_of("judge/calls"),
+        "games": median_of("game/games"),
+        "response_length_mean": median_of("response_length/mean"),
+        "prompt_length_mean": median_of("prompt_length/mean"),
+    }
