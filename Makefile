@@ -29,7 +29,7 @@ test: $(STAMP)
 demo: $(STAMP)
 	$(VENV)/bin/medplay convert --output $(DEMO_DIR)/data
 	rm -rf $(DEMO_DIR)/checkpoints $(DEMO_DIR)/tensorboard
-	timeout 600 $(VENV)/bin/medplay train profile=cpu-smoke medplay.output_dir=$(DEMO_DIR) \
+	timeout -k 30 600 $(VENV)/bin/medplay train profile=cpu-smoke medplay.output_dir=$(DEMO_DIR) \
 	    medplay.data_dir=$(DEMO_DIR)/data trainer.total_training_steps=3
 
 lock: $(STAMP)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
@@ -119,6 +122,43 @@ def record_run(config: DictConfig) -> None:
     (output / "versions.json").write_text(json.dumps(stack_versions(), indent=2) + "\n")
 
 
+def prepare_checkpoints(config: DictConfig) -> None:
+    """Point verl's tracker at the newest complete checkpoint and forget an old stop request."""
+    from medical_team.verl_ext.reliability.checkpoints import repair_tracker
+    from medical_team.verl_ext.reliability.graceful_stop import clear_stop_request
+
+    checkpoint_dir = Path(config.trainer.default_local_dir)
+    if config.trainer.resume_mode == "auto":
+        repair_tracker(checkpoint_dir)  # logs what it skipped or rewrote
+    clear_stop_request(checkpoint_dir)
+
+
+@contextmanager
+def stop_on_signals_after_ray_init(config: DictConfig) -> Iterator[None]:
+    """While verl runs: once Ray is up, SIGTERM/SIGINT ask the trainer to save a checkpoint and stop.
+
+    `ray.init` installs its own SIGTERM handler (exit at once), and verl's `run_ppo` calls it, so
+    medplay's handler is installed right after that call returns.
+    """
+    import ray
+
+    from medical_team.verl_ext.reliability.graceful_stop import install_sigterm_handler
+
+    original_init = ray.init
+
+    @functools.wraps(original_init)
+    def init_then_install(*args: Any, **kwargs: Any) -> Any:
+        context = original_init(*args, **kwargs)
+        install_sigterm_handler(Path(config.trainer.default_local_dir), float(config.medplay.stop_grace_s))
+        return context
+
+    ray.init = init_then_install
+    try:
+        yield
+    finally:
+        ray.init = original_init
+
+
 def run_paths(config: DictConfig) -> RunPaths:
     """Checkpoint folder, metrics file and verl's tracker file of this config."""
     checkpoint_dir = Path(config.trainer.default_local_dir)
@@ -160,12 +200,13 @@ def run_verl(config: DictConfig) -> None:
     started_ray = not ray.is_initialized() and not os.environ.get("RAY_ADDRESS")
     print(f"medplay: Ray: {choose_ray_cluster(config)}")
     try:
-        if config.trainer.use_v1:
-            run_ppo(config, task_runner_class=TaskRunnerV1)
-        else:
-            from verl.trainer.main_ppo_v0 import TaskRunner
+        with stop_on_signals_after_ray_init(config):
+            if config.trainer.use_v1:
+                run_ppo(config, task_runner_class=TaskRunnerV1)
+            else:
+                from verl.trainer.main_ppo_v0 import TaskRunner
 
-            run_ppo(config, task_runner_class=TaskRunner)
+                run_ppo(config, task_runner_class=TaskRunner)
     finally:
         if started_ray:
             ray.shutdown()
@@ -181,6 +222,7 @@ def train(overrides: Sequence[str]) -> RunPaths:
     prepare_model(config)
     check_model(config)
     record_run(config)
+    prepare_checkpoints(config)
     segments_before = shm_segments()
     try:
         run_verl(config)

@@ -45,6 +45,7 @@ def train(root: Path, steps: int, *overrides: str) -> subprocess.CompletedProces
     """`medplay train profile=cpu-smoke` into `root`, under a hard timeout (a failed weight sync hangs verl)."""
     command = [
         "timeout",
+        "--kill-after=30",  # SIGTERM asks the trainer to save and stop; SIGKILL if it cannot
         str(TRAIN_TIMEOUT_S),
         MEDPLAY,
         "train",
