@@ -214,9 +214,11 @@ def run_verl(config: DictConfig) -> None:
 
 def train(overrides: Sequence[str]) -> RunPaths:
     """Compose the config, prepare inputs, train with verl, and return where the outputs are."""
+    from medical_team.verl_ext.settings import settings_from_trainer_config
     from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
 
     config = compose_config(overrides)
+    settings_from_trainer_config(config)  # every problem of the `medplay:` section at once, before Ray starts
     check_data(config)
     apply_environment(runtime_env_vars(config))
     prepare_model(config)

@@ -45,3 +45,10 @@ def test_missing_data_names_the_file_and_the_fix(tmp_path: Path, capsys: pytest.
     err = capsys.readouterr().err
     assert f"{tmp_path}/train.parquet: field 'data.train_files': not found" in err
     assert "medplay convert --output" in err
+
+
+def test_bad_game_settings_are_reported_together(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["train", "profile=cpu-smoke", "medplay.training_mode=both", "medplay.rewards.scheme=odd"]) == 2
+    err = capsys.readouterr().err
+    assert "medplay.training_mode: 'both' is not one of joint, assessor, attacker" in err
+    assert "medplay.rewards.scheme: 'odd'" in err
