@@ -39,17 +39,22 @@ def available_profiles() -> list[str]:
     return sorted(entry.name.removesuffix(".yaml") for entry in folder.iterdir() if entry.name.endswith(".yaml"))
 
 
-def compose_config(overrides: Sequence[str]) -> DictConfig:
-    """The composed config for these Hydra overrides (e.g. `profile=24g`, `trainer.total_training_steps=5`)."""
+def compose_raw(overrides: Sequence[str]) -> DictConfig:
+    """configs/medplay.yaml with these Hydra overrides applied, paths and interpolations as written."""
     from hydra import compose, initialize_config_module
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
     try:
         with initialize_config_module(config_module=CONFIG_MODULE, version_base=None):
-            config = compose(config_name=CONFIG_NAME, overrides=list(overrides))
+            return compose(config_name=CONFIG_NAME, overrides=list(overrides))
     except (HydraException, OmegaConfBaseException) as error:
         raise UserInputError(f"{error} (profiles: {', '.join(available_profiles())})", field="overrides") from error
+
+
+def compose_config(overrides: Sequence[str]) -> DictConfig:
+    """The config a run uses for these overrides (e.g. `profile=24g`): local paths absolute, all resolved."""
+    config = compose_raw(overrides)
     for key in _PATH_KEYS:
         value = OmegaConf.select(config, key)
         OmegaConf.update(config, key, str(Path(value).expanduser().resolve()))

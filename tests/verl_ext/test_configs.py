@@ -55,3 +55,14 @@ def test_overrides_reach_the_composed_config(tmp_path) -> None:
         config.ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH == f"{tmp_path}/checkpoints/metrics.jsonl"
     )
     assert settings_from_trainer_config(config).training_mode is TrainingMode.ASSESSOR
+
+
+def test_committed_flat_views_match_the_configs() -> None:
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "flat_configs.py"
+    spec = importlib.util.spec_from_file_location("flat_configs", script)
+    flat_configs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(flat_configs)
+    assert flat_configs.stale_files() == [], "run .venv/bin/python scripts/flat_configs.py"
