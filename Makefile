@@ -49,8 +49,8 @@ IMAGE ?= medplay
 IMAGE_TAG := $(shell docker/stack.sh tag)
 VOLUMES ?= build/volumes
 GPUS ?= --gpus all
-# docker stop waits this long (the trainer saves a checkpoint on SIGTERM; MEDPLAY_STOP_GRACE_S is 600).
-STOP_TIMEOUT ?= 660
+# docker stop waits this long: the trainer has 600 s to save after SIGTERM, supervisord 660 s before SIGKILL.
+STOP_TIMEOUT ?= 720
 DOCKER_RUN = $(DOCKER) run --rm $(GPUS) --ipc=host --stop-timeout $(STOP_TIMEOUT) \
 	-v $(abspath $(VOLUMES))/checkpoints:/checkpoints -v $(abspath $(VOLUMES))/models:/models \
 	-v $(abspath $(VOLUMES))/data:/data -v $(abspath $(VOLUMES))/logs:/logs

@@ -11,8 +11,14 @@ export MEDPLAY_DATA="${MEDPLAY_DATA:-/data}"
 export MEDPLAY_LOGS="${MEDPLAY_LOGS:-/logs}"
 # supervisord's socket and pid file, the pipeline's overrides and exit status (keep the path short: unix sockets).
 export MEDPLAY_RUN_DIR="${MEDPLAY_RUN_DIR:-/tmp/medplay}"
-# Seconds the pipeline gets to save a checkpoint after SIGTERM before supervisord kills it.
+# Seconds the trainer gets to save a checkpoint after SIGTERM (medplay.stop_grace_s); supervisord waits a
+# minute longer before SIGKILL, so the trainer's own deadline comes first.
 export MEDPLAY_STOP_GRACE_S="${MEDPLAY_STOP_GRACE_S:-600}"
+if [[ ! "${MEDPLAY_STOP_GRACE_S}" =~ ^[0-9]+$ ]]; then
+    echo "entrypoint: error: MEDPLAY_STOP_GRACE_S must be whole seconds, got '${MEDPLAY_STOP_GRACE_S}'" >&2
+    exit 2
+fi
+export MEDPLAY_STOP_WAIT_S="$((MEDPLAY_STOP_GRACE_S + 60))"
 # Ports of the local Ray head (only used when RAY_ADDRESS is not set) and of the judge server.
 export MEDPLAY_RAY_PORT="${MEDPLAY_RAY_PORT:-6379}"
 export MEDPLAY_RAY_CLIENT_PORT="${MEDPLAY_RAY_CLIENT_PORT:-10001}"

@@ -146,5 +146,6 @@ run_step train medplay train "profile=${profile}" \
     "medplay.output_dir=${MEDPLAY_CHECKPOINTS}" \
     "trainer.default_local_dir=${MEDPLAY_CHECKPOINTS}" \
     "medplay.data_dir=${data_dir}" \
+    "medplay.stop_grace_s=${MEDPLAY_STOP_GRACE_S}" \
     "${train_overrides[@]}" \
     "${other_overrides[@]}"

@@ -117,3 +117,10 @@ def test_judge_program_serves_on_loopback_and_stops_on_sigterm(appliance):
     finally:
         stop_session(server.pid)
     assert server.returncode == 0
+
+
+def test_a_grace_period_that_is_not_whole_seconds_is_refused(appliance):
+    appliance.env["MEDPLAY_STOP_GRACE_S"] = "10m"
+    result = entrypoint(appliance, "train")
+    assert result.returncode == 2
+    assert "MEDPLAY_STOP_GRACE_S must be whole seconds, got '10m'" in result.stderr

@@ -8,10 +8,13 @@ from __future__ import annotations
 import csv
 import json
 import re
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 import pytest
-from appliance_harness import free_ports
+from appliance_harness import ENTRYPOINT, free_ports, stop_session
 
 from medical_team.data.medec import VALIDATION_CSV, bundled_csv
 
@@ -101,3 +104,26 @@ def test_judge_server_program_judges_the_training_games(appliance):
     assert f"url: http://127.0.0.1:{judge_port}" in config and "backend: http" in config
     assert re.search(r'"POST /\S+ HTTP/1\.1" 200', appliance.log("supervisor", "judge.log"))
     assert (appliance.checkpoints / "global_step_2").is_dir()
+
+
+def test_docker_stop_during_training_saves_a_checkpoint_and_exits_0(appliance):
+    # No scheduled checkpoint before step 100: the one found afterwards is the one SIGTERM asked for.
+    args = ["train", "trainer.total_training_steps=200", "trainer.save_freq=100"]
+    process = subprocess.Popen([str(ENTRYPOINT), *args], env=appliance.env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
+    metrics = appliance.checkpoints / "metrics.jsonl"
+    try:
+        deadline = time.monotonic() + 600
+        while not (metrics.exists() and metrics.read_text().count("\n") >= 1):
+            assert process.poll() is None and time.monotonic() < deadline, "no training step was logged"
+            time.sleep(1)
+        process.send_signal(signal.SIGTERM)  # what `docker stop` sends to the container's main process
+        output, _ = process.communicate(timeout=300)
+    finally:
+        stop_session(process.pid)
+
+    assert process.returncode == 0, output[-8000:]
+    assert "received SIGTERM: forwarding it to the running step" in output
+    assert "SIGTERM received: saving a checkpoint and stopping" in appliance.log("pipeline", "train.log")
+    latest = int((appliance.checkpoints / "latest_checkpointed_iteration.txt").read_text())
+    assert 1 <= latest < 100 and (appliance.checkpoints / f"global_step_{latest}").is_dir()
