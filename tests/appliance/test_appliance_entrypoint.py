@@ -124,3 +124,11 @@ def test_a_grace_period_that_is_not_whole_seconds_is_refused(appliance):
     result = entrypoint(appliance, "train")
     assert result.returncode == 2
     assert "MEDPLAY_STOP_GRACE_S must be whole seconds, got '10m'" in result.stderr
+
+
+def test_local_ray_head_is_over_committed_like_the_cpu_smoke_profile():
+    from omegaconf import OmegaConf
+
+    ray_init = OmegaConf.load(REPO / "configs" / "profile" / "cpu-smoke.yaml").ray_kwargs.ray_init
+    pipeline = (REPO / "entrypoints" / "pipeline.sh").read_text()
+    assert f"--num-cpus={ray_init.num_cpus} --num-gpus={ray_init.num_gpus}" in pipeline
