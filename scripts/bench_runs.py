@@ -99,6 +99,7 @@ def summarise_metrics(metrics_file: Path, skip_steps: int) -> dict[str, Any]:
         return _median([v for s, v in zip(steps, values) if s in kept])
 
     _, reserved = history.series("actor/perf/max_memory_reserved_gb")
+    judge_calls, judge_latency = median_of("judge/calls"), median_of("judge/latency_s")
     untimed = [
         row["timing_s/step"] - sum(row.get(f"timing_s/{phase}", 0.0) for phase in PHASES)
         for step, row in history.rows.items()
@@ -115,8 +116,12 @@ def summarise_metrics(metrics_file: Path, skip_steps: int) -> dict[str, Any]:
         "tokens_per_s": median_of("perf/throughput"),
         "samples_attacker": median_of("samples/attacker"),
         "samples_assessor": median_of("samples/assessor"),
-        "judge_latency_s": median_of("judge/latency_s"),
-        "judge_calls": median_of("judge/calls"),
+        "judge_latency_s": judge_latency,
+        "judge_calls": judge_calls,
+        # One judge invocation per adversarial game; they overlap inside timing_s/gen, so this is an upper bound.
+        "judge_s_per_step": judge_calls * judge_latency
+        if judge_calls is not None and judge_latency is not None
+        else None,
         "games": median_of("game/games"),
         "response_length_mean": median_of("response_length/mean"),
         "prompt_length_mean": median_of("prompt_length/mean"),

@@ -38,7 +38,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         generator = make_generator(model, backend, settings)
     except (OSError, ValueError) as error:
-        raise UserInputError(f"cannot load the model locally: {error}", file=str(model), field="--model") from None
+        reason = " ".join(str(error).split())
+        raise UserInputError(
+            f"cannot load the model locally (nothing is downloaded; pass a model folder or a hub id already "
+            f"in the HF cache): {reason}",
+            file=str(model),
+            field="--model",
+        ) from None
     about = {"model": str(args.model), "resolved_model": str(model), "backend": backend}
     result, responses = evaluate(generator, benchmark, settings, about)
     output = Path(args.output)

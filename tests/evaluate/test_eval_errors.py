@@ -11,6 +11,7 @@ def run_eval(capsys, *argv: str) -> str:
     assert main(["eval", *argv]) == 2
     err = capsys.readouterr().err
     assert err.startswith("medplay eval: error: ") and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
     return err
 
 
