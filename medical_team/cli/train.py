@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 
 from medical_team.errors import UserInputError
@@ -66,9 +67,17 @@ def step_lines(metrics_file: Path) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     """Train, then print the per-step summary and where the checkpoint and the metrics file are."""
     from medical_team.verl_ext.launch import train
+    from medical_team.verl_ext.run_errors import one_line, run_stopping_cause
 
     report = Path(args.probe_report or os.environ.get(PROBE_REPORT_ENV) or DEFAULT_PROBE_REPORT)
-    paths = train(with_profile(list(args.overrides), report))
+    try:
+        paths = train(with_profile(list(args.overrides), report))
+    except Exception as error:
+        cause = run_stopping_cause(error)
+        if cause is None:
+            raise
+        print(f"medplay train: stopped: {one_line(cause)}", file=sys.stderr)
+        return 1
     for line in step_lines(paths.metrics_file):
         print(line)
     step = paths.latest_step_file.read_text().strip() if paths.latest_step_file.is_file() else "none"

@@ -39,6 +39,8 @@ class JudgeSettings:
     base_url: str | None = None  # openai: e.g. http://127.0.0.1:8001/v1
     timeout_s: float = 300.0
     batch_size: int = 16
+    attempts: int = 4  # http/openai: tries per batch (first included), with exponential backoff between them
+    max_consecutive_failures: int = 5  # http: stop training after this many batches in a row came back as ties
     min_length_ratio: float = 0.5  # rule check: a shorter rewrite (relative to the seed) is not faithful
     max_length_ratio: float = 2.0  # rule check: a longer rewrite is not faithful
 
@@ -103,8 +105,10 @@ def _judge_settings(section: Mapping[str, Any], problems: list[str]) -> JudgeSet
         problems.append("medplay.judge.base_url and medplay.judge.model: both required when judge.backend is openai")
     if not settings.timeout_s > 0:
         problems.append(f"medplay.judge.timeout_s: {settings.timeout_s!r} must be > 0")
-    if not (isinstance(settings.batch_size, int) and settings.batch_size >= 1):
-        problems.append(f"medplay.judge.batch_size: {settings.batch_size!r} must be an integer >= 1")
+    for key in ("batch_size", "attempts", "max_consecutive_failures"):
+        value = getattr(settings, key)
+        if not (isinstance(value, int) and value >= 1):
+            problems.append(f"medplay.judge.{key}: {value!r} must be an integer >= 1")
     if not 0 < settings.min_length_ratio <= 1 <= settings.max_length_ratio:
         problems.append(
             f"medplay.judge.min_length_ratio/max_length_ratio: [{settings.min_length_ratio}, "

@@ -6,8 +6,9 @@ settled this step, dropped ties included) and `samples/<role>`, the rows of each
 update batch. They reach every `trainer.logger` backend through verl's Tracking.
 
 It also wires in the reliability hooks (`medical_team.verl_ext.reliability`): the metrics JSONL is
-appended to rather than truncated on restart, and a stop request (SIGTERM to the launcher) saves a
-checkpoint and ends training after the current step.
+appended to rather than truncated on restart, a stop request (SIGTERM to the launcher) saves a
+checkpoint and ends training after the current step, and `medplay.guards.max_non_finite_steps`
+consecutive steps with a non-finite loss or reward stop the run, naming the last good checkpoint.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 from medical_team.game import game_metrics
+from medical_team.verl_ext.reliability.checkpoints import read_tracker
 from medical_team.verl_ext.reliability.graceful_stop import honour_stop_request
+from medical_team.verl_ext.reliability.guards import NonFiniteGuard
 from medical_team.verl_ext.reliability.metrics_file import use_appending_file_logger
 from medical_team.verl_ext.roles import role_of_key
 from medical_team.vocab import Role
@@ -51,10 +54,18 @@ class SelfPlayTrainer(PPOTrainerSync):
         outcomes, judge_stats = self.agent_loop_manager.drain_games()
         metrics.update(game_metrics(outcomes, judge_stats))
         metrics.update(sample_metrics(batch))
+        self._non_finite_guard.observe(global_steps, metrics, self._last_checkpoint())
+
+    def _last_checkpoint(self) -> str | None:
+        """The checkpoint folder a resume would start from, if any."""
+        root = Path(self.config.trainer.default_local_dir)
+        step = read_tracker(root)
+        return None if step is None else str(root / f"global_step_{step}")
 
     def fit(self, agent_loop_manager: Any) -> None:
         """verl's training loop, with the metrics JSONL opened for appending (a resumed run keeps earlier steps)."""
         use_appending_file_logger()
+        self._non_finite_guard = NonFiniteGuard(max_consecutive=self.config.medplay.guards.max_non_finite_steps)
         super().fit(agent_loop_manager)
 
     def on_step_end(self) -> None:

@@ -54,13 +54,16 @@ def test_serve_answers_and_exits_0_on_sigterm(harmful: GameSeed) -> None:
     assert '"POST /v1/judge HTTP/1.1" 200' in output and "empty_rewrite" not in output  # paths logged, not bodies
 
 
-def test_port_in_use_is_a_user_error(capsys: pytest.CaptureFixture[str]) -> None:
+def test_port_in_use_is_a_user_error() -> None:
+    # A real process: uvicorn configures logging on the process's stderr, which must not be pytest's capture.
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        assert main(["judge", "serve", "--port", str(port)]) == 2
-    assert f"could not listen on 127.0.0.1:{port}" in capsys.readouterr().err
+        done = subprocess.run([*MEDPLAY, "judge", "serve", "--port", str(port)], capture_output=True, text=True,
+                              timeout=60)
+    assert done.returncode == 2
+    assert f"could not listen on 127.0.0.1:{port}" in done.stderr and "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize(
