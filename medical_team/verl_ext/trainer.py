@@ -6,7 +6,8 @@ settled this step, dropped ties included) and `samples/<role>`, the rows of each
 update batch. They reach every `trainer.logger` backend through verl's Tracking.
 
 It also wires in the reliability hooks (`medical_team.verl_ext.reliability`): the metrics JSONL is
-appended to rather than truncated on restart, a stop request (SIGTERM to the launcher) saves a
+appended to rather than truncated on restart, a checkpoint becomes the resume point only once its
+step's metrics are written (a crash in between replays the step), a stop request (SIGTERM to the launcher) saves a
 checkpoint and ends training after the current step, and `medplay.guards.max_non_finite_steps`
 consecutive steps with a non-finite loss or reward stop the run, naming the last good checkpoint.
 """
@@ -22,7 +23,7 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 from medical_team.game import game_metrics
-from medical_team.verl_ext.reliability.checkpoints import read_tracker
+from medical_team.verl_ext.reliability.checkpoints import StepCommits, read_tracker
 from medical_team.verl_ext.reliability.graceful_stop import honour_stop_request
 from medical_team.verl_ext.reliability.guards import NonFiniteGuard
 from medical_team.verl_ext.reliability.metrics_file import use_appending_file_logger
@@ -67,6 +68,24 @@ class SelfPlayTrainer(PPOTrainerSync):
         use_appending_file_logger()
         self._non_finite_guard = NonFiniteGuard(max_consecutive=self.config.medplay.guards.max_non_finite_steps)
         super().fit(agent_loop_manager)
+
+    def on_train_begin(self) -> None:
+        """verl's hook, then commit each saved checkpoint only after its step's metrics are logged."""
+        super().on_train_begin()
+        self._commits = StepCommits(Path(self.config.trainer.default_local_dir))
+        log_metrics = self.logger.log
+
+        def log_then_commit(data: dict[str, Any], step: int, backend: Any = None) -> None:
+            log_metrics(data=data, step=step, backend=backend)
+            self._commits.commit()
+
+        self.logger.log = log_then_commit
+
+    def _save_checkpoint(self) -> None:
+        """verl's save; the tracker moves to this step once the step's metrics are written (StepCommits)."""
+        previous = read_tracker(Path(self.config.trainer.default_local_dir))
+        super()._save_checkpoint()
+        self._commits.saved(self.global_steps, previous)
 
     def on_step_end(self) -> None:
         """verl's weight sync, then honour a stop request (save unless this step already saved, then finish)."""

@@ -1,22 +1,31 @@
-"""End to end: `medplay train profile=cpu-smoke` runs verl's real trainer on CPU, checkpoints, and resumes.
+"""End to end: `medplay train profile=cpu-smoke` runs verl's real trainer on CPU, survives SIGKILL, and resumes.
 
     .venv/bin/python -m pytest -q -m e2e tests/e2e/test_train_cpu.py
 
-One module-wide run converts the bundled MEDEC data and trains 2 steps; the last test resumes it to 3.
+One module-wide run converts the bundled MEDEC data and starts a 3-step training that is killed with
+SIGKILL (the whole process tree, as when a container dies) once step 2's checkpoint is complete; a
+second run with `trainer.resume_mode=auto` and more steps (4) continues from the saved step.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 import torch
 from safetensors.torch import load_file
 
+from medical_team.verl_ext.reliability.checkpoints import COMPLETE_MARKER, read_tracker
+from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
 from medical_team.vocab import ERROR_TYPES, Category
 
 pytestmark = pytest.mark.e2e
@@ -24,7 +33,9 @@ pytestmark = pytest.mark.e2e
 MEDPLAY = str(Path(sys.executable).with_name("medplay"))
 # A hang guard, not a speed target: a failed weight sync makes verl hang instead of exiting.
 TRAIN_TIMEOUT_S = 480
-FIRST_RUN_STEPS = 2
+KILLED_RUN_STEPS = 3  # asked for, never finished: SIGKILL arrives once step KILL_AFTER_SAVE_OF is saved
+KILL_AFTER_SAVE_OF = 2
+FINAL_STEPS = 4
 
 ADVERSARIAL = [c.value for c in Category if c.adversarial]
 # Every per-step metric name of the game's specification, with its placeholders expanded.
@@ -41,9 +52,9 @@ GAME_METRICS = (
 )
 
 
-def train(root: Path, steps: int, *overrides: str) -> subprocess.CompletedProcess[str]:
+def train_command(root: Path, steps: int, *overrides: str) -> list[str]:
     """`medplay train profile=cpu-smoke` into `root`, under a hard timeout (a failed weight sync hangs verl)."""
-    command = [
+    return [
         "timeout",
         "--kill-after=30",  # SIGTERM asks the trainer to save and stop; SIGKILL if it cannot
         str(TRAIN_TIMEOUT_S),
@@ -55,9 +66,50 @@ def train(root: Path, steps: int, *overrides: str) -> subprocess.CompletedProces
         f"trainer.total_training_steps={steps}",
         *overrides,
     ]
-    result = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)
+
+
+def train(root: Path, steps: int, *overrides: str) -> subprocess.CompletedProcess[str]:
+    """Run a training to the end and require exit status 0."""
+    result = subprocess.run(train_command(root, steps, *overrides), cwd=root, capture_output=True, text=True, check=False)
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
     return result
+
+
+@dataclass(frozen=True)
+class KilledRun:
+    """What the SIGKILLed training left behind."""
+
+    alive_when_killed: bool
+    tracker_at_kill: int | None
+    steps_logged_before_kill: list[int]
+
+
+def train_and_kill(root: Path, steps: int, after_save_of: int) -> KilledRun:
+    """Start a training and SIGKILL its whole process tree as soon as step `after_save_of` is checkpointed."""
+    marker = root / "checkpoints" / f"global_step_{after_save_of}" / COMPLETE_MARKER
+    shm_before = shm_segments()
+    proc = subprocess.Popen(train_command(root, steps), cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + TRAIN_TIMEOUT_S
+    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = proc.poll() is None
+    tree = [proc.pid, *(child.pid for child in psutil.Process(proc.pid).children(recursive=True))] if alive else []
+    for pid in tree:  # everything at once, as when a container is killed: no process gets to clean up
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait(timeout=60)
+    psutil.wait_procs([p for p in map(_process, tree) if p], timeout=60)
+    remove_orphaned_segments(shm_before)  # vLLM's shared memory, left by the killed rollout server
+    return KilledRun(alive, read_tracker(root / "checkpoints"), sorted(metrics_by_step(root)))
+
+
+def _process(pid: int) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return None
 
 
 def metrics_by_step(root: Path) -> dict[int, dict[str, float]]:
@@ -66,27 +118,43 @@ def metrics_by_step(root: Path) -> dict[int, dict[str, float]]:
     return {record["step"]: record["data"] for record in map(json.loads, filter(None, lines))}
 
 
+@dataclass(frozen=True)
+class Runs:
+    """The run folder, the killed first run, and the log of the resumed second run."""
+
+    root: Path
+    killed: KilledRun
+    resumed_log: str
+
+
 @pytest.fixture(scope="module")
-def run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A converted data set and a finished 2-step training run."""
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+    """Convert the data, train until SIGKILL after step 2's checkpoint, then resume to step 4."""
     if shutil.which("timeout") is None:
         pytest.skip("needs coreutils `timeout`")
     root = tmp_path_factory.mktemp("cpu-smoke")
     subprocess.run([MEDPLAY, "convert", "--output", str(root / "data")], check=True, capture_output=True, timeout=300)
-    train(root, FIRST_RUN_STEPS)
-    return root
+    killed = train_and_kill(root, KILLED_RUN_STEPS, after_save_of=KILL_AFTER_SAVE_OF)
+    resumed = train(root, FINAL_STEPS, "trainer.resume_mode=auto")
+    return Runs(root, killed, resumed.stdout + resumed.stderr)
+
+
+@pytest.fixture(scope="module")
+def run_root(runs: Runs) -> Path:
+    """The folder both runs wrote to."""
+    return runs.root
 
 
 def test_checkpoint_folder_and_tracker_exist(run_root: Path) -> None:
     checkpoints = run_root / "checkpoints"
-    assert (checkpoints / "latest_checkpointed_iteration.txt").read_text().strip() == str(FIRST_RUN_STEPS)
-    assert (checkpoints / f"global_step_{FIRST_RUN_STEPS}" / "actor" / "huggingface" / "model.safetensors").is_file()
+    assert (checkpoints / "latest_checkpointed_iteration.txt").read_text().strip() == str(FINAL_STEPS)
+    assert (checkpoints / f"global_step_{FINAL_STEPS}" / "actor" / "huggingface" / "model.safetensors").is_file()
 
 
 def test_policy_weights_in_checkpoint_differ_from_initial(run_root: Path) -> None:
     initial = load_file(run_root / "tiny-qwen3" / "model.safetensors")
     trained = load_file(
-        run_root / "checkpoints" / f"global_step_{FIRST_RUN_STEPS}" / "actor" / "huggingface" / "model.safetensors"
+        run_root / "checkpoints" / f"global_step_{FINAL_STEPS}" / "actor" / "huggingface" / "model.safetensors"
     )
     assert set(initial) <= set(trained)
     changed = [name for name, tensor in initial.items() if not torch.equal(tensor, trained[name].to(tensor.dtype))]
@@ -95,7 +163,7 @@ def test_policy_weights_in_checkpoint_differ_from_initial(run_root: Path) -> Non
 
 def test_metrics_file_has_every_step_and_every_game_metric(run_root: Path) -> None:
     steps = metrics_by_step(run_root)
-    assert sorted(steps) == list(range(1, FIRST_RUN_STEPS + 1))
+    assert sorted(steps) == list(range(1, FINAL_STEPS + 1))
     for step, data in steps.items():
         missing = [name for name in GAME_METRICS if name not in data]
         assert not missing, f"step {step} lacks {missing}"
@@ -112,11 +180,19 @@ def test_both_roles_contributed_samples_in_adversarial_steps(run_root: Path) -> 
         assert data["samples/attacker"] > 0 and data["samples/assessor"] > 0, f"step {step}: {data}"
 
 
-def test_resume_continues_from_the_saved_step(run_root: Path) -> None:
-    result = train(run_root, FIRST_RUN_STEPS + 1, "trainer.resume_mode=auto")
-    log = result.stdout + result.stderr
-    assert f"step:{FIRST_RUN_STEPS + 1} -" in log
-    assert "step:1 -" not in log, "the resumed run started again from step 1"
-    tracker = run_root / "checkpoints" / "latest_checkpointed_iteration.txt"
-    assert tracker.read_text().strip() == str(FIRST_RUN_STEPS + 1)
-    assert FIRST_RUN_STEPS + 1 in metrics_by_step(run_root)
+def test_sigkill_came_mid_run_after_a_complete_checkpoint(runs: Runs) -> None:
+    assert runs.killed.alive_when_killed, "the first run ended before it could be killed"
+    assert runs.killed.tracker_at_kill == KILL_AFTER_SAVE_OF
+
+
+def test_resume_continues_from_the_saved_step(runs: Runs) -> None:
+    resumed_from = KILL_AFTER_SAVE_OF + 1
+    assert f"step:{resumed_from} -" in runs.resumed_log
+    assert "step:1 -" not in runs.resumed_log, "the resumed run started again from step 1"
+    assert f"step:{KILL_AFTER_SAVE_OF} -" not in runs.resumed_log, "the resumed run repeated a saved step"
+    assert read_tracker(runs.root / "checkpoints") == FINAL_STEPS
+
+
+def test_metrics_file_keeps_the_steps_logged_before_the_kill(runs: Runs) -> None:
+    assert set(range(1, KILL_AFTER_SAVE_OF + 1)) <= set(runs.killed.steps_logged_before_kill)
+    assert set(runs.killed.steps_logged_before_kill) <= set(metrics_by_step(runs.root))

@@ -9,6 +9,7 @@ import pytest
 from medical_team.verl_ext.reliability.checkpoints import (
     COMPLETE_MARKER,
     TRACKER_NAME,
+    StepCommits,
     mark_complete,
     read_tracker,
     repair_tracker,
@@ -90,3 +91,37 @@ def test_read_tracker_rejects_garbage(tmp_path: Path, content: str) -> None:
 def test_marker_is_json_with_the_step(tmp_path: Path) -> None:
     mark_complete(tmp_path, 9)
     assert (tmp_path / COMPLETE_MARKER).read_text() == '{"global_step": 9}'
+
+
+def test_step_commit_holds_the_tracker_until_the_metrics_are_logged(tmp_path: Path) -> None:
+    commits = StepCommits(tmp_path)
+    _verl_save(tmp_path, 1, marked=False)
+    commits.saved(1, previous=None)
+    assert read_tracker(tmp_path) is None  # a crash now starts from scratch and replays step 1
+    assert repair_tracker(tmp_path).resume_step is None
+    commits.commit()
+    assert read_tracker(tmp_path) == 1 and (tmp_path / "global_step_1" / COMPLETE_MARKER).is_file()
+
+    _verl_save(tmp_path, 2, marked=False)
+    commits.saved(2, previous=1)
+    assert read_tracker(tmp_path) == 1  # a crash now resumes from step 1 and replays step 2
+    assert repair_tracker(tmp_path).resume_step == 1
+    commits.commit()
+    assert read_tracker(tmp_path) == 2
+    commits.commit()  # nothing pending: no change
+    assert read_tracker(tmp_path) == 2
+
+
+def test_step_commit_keeps_a_checkpoint_whose_predecessor_was_rotated_away(tmp_path: Path) -> None:
+    commits = StepCommits(tmp_path)
+    _verl_save(tmp_path, 3, marked=False)  # global_step_2 already deleted by max_actor_ckpt_to_keep=1
+    commits.saved(3, previous=2)
+    assert read_tracker(tmp_path) == 3 and commits.pending is None
+
+
+def test_step_commit_ignores_an_asynchronous_save(tmp_path: Path) -> None:
+    _verl_save(tmp_path, 1)
+    commits = StepCommits(tmp_path)
+    (tmp_path / "global_step_2" / "actor").mkdir(parents=True)  # async save in flight, tracker untouched
+    commits.saved(2, previous=1)
+    assert read_tracker(tmp_path) == 1 and commits.pending is None

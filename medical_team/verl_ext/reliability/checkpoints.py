@@ -109,3 +109,40 @@ def repair_tracker(root: Path) -> TrackerRepair:
     for line in report.messages():
         log.warning(line)
     return report
+
+
+class StepCommits:
+    """Makes verl's tracker name a step only once that step's checkpoint AND its metrics line are written.
+
+    verl saves a checkpoint inside a step and logs the step's metrics afterwards, so a crash in between
+    would resume after a step whose metrics were never written. `saved` holds the tracker back at
+    the previous checkpoint; `commit`, called once the metrics are logged, marks the new checkpoint
+    complete and moves the tracker to it. A crash in between replays the step instead of losing it.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.pending: int | None = None
+
+    def saved(self, step: int, previous: int | None) -> None:
+        """verl just saved `step` and pointed the tracker at it; point it back until the step is committed."""
+        if read_tracker(self.root) != step:  # asynchronous save: verl has not written the tracker yet
+            return
+        if previous is not None and not (self.root / f"global_step_{previous}").is_dir():
+            # max_actor_ckpt_to_keep removed the previous checkpoint: the new one is the only one to resume from.
+            self.pending = step
+            self.commit()
+            return
+        self.pending = step
+        if previous is None:
+            (self.root / TRACKER_NAME).unlink(missing_ok=True)
+        else:
+            write_atomically(self.root / TRACKER_NAME, str(previous))
+
+    def commit(self) -> None:
+        """The pending step's metrics are written: mark its checkpoint complete and make it the resume point."""
+        if self.pending is None:
+            return
+        mark_complete(self.root / f"global_step_{self.pending}", self.pending)
+        write_atomically(self.root / TRACKER_NAME, str(self.pending))
+        self.pending = None
