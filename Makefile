@@ -79,9 +79,9 @@ train: | $(VOLUMES)
 lint: $(STAMP)
 	$(VENV)/bin/hadolint Dockerfile
 	$(VENV)/bin/shellcheck entrypoints/*.sh docker/*.sh .ci/run
+	$(VENV)/bin/ruff check medical_team tests scripts
 
 # Speed and memory figures as JSON (scripts/bench.py -> build/bench.json).
 bench: $(STAMP)
-	@test -f scripts/bench.py || { echo "make bench: scripts/bench.py is missing" >&2; exit 1; }
 	mkdir -p build
 	$(PY) scripts/bench.py --output build/bench.json

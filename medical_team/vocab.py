@@ -38,7 +38,7 @@ class Category(str, Enum):
         return Label.ERROR if self.value.endswith("harmful") else Label.NO_ERROR
 
     @classmethod
-    def of(cls, label: Label, adversarial: bool) -> "Category":
+    def of(cls, label: Label, adversarial: bool) -> Category:
         """The category of a seed with this label, played adversarially or not."""
         harm = "harmful" if label is Label.ERROR else "benign"
         return cls(f"{'adversarial' if adversarial else 'vanilla'}_{harm}")

@@ -31,7 +31,7 @@ class JudgeVerdict:
     parse_error: bool = False  # the model's output could not be parsed (counted in judge/parse_error_rate)
 
     @classmethod
-    def as_tie(cls, reason: str, *, parse_error: bool = False) -> "JudgeVerdict":
+    def as_tie(cls, reason: str, *, parse_error: bool = False) -> JudgeVerdict:
         """A verdict that makes the game a tie."""
         return cls(error_present=None, faithful=None, tie=True, reason=reason, parse_error=parse_error)
 

@@ -24,6 +24,7 @@ from medical_team.data.records import GameSeed
 from medical_team.game import GameConfig, GameOutcome, JudgeStats, call_judge, judge_request, note_for_assessor, settle
 from medical_team.game.judging import JudgeVerdict
 from medical_team.game.prompts import Message, assessor_messages, attacker_messages, with_thinking_prefix
+from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.verl_ext.judge_factory import selfplay_judge
 from medical_team.verl_ext.rows import as_vanilla, seed_of_row
 from medical_team.verl_ext.settings import SelfPlaySettings, settings_from_trainer_config
@@ -38,6 +39,18 @@ CATEGORY_FIELD = "category"
 TRAINS_FIELD = "medplay_trains"
 GAME_FIELD = "medplay_game"
 JUDGE_STATS_FIELD = "medplay_judge_stats"
+
+# Judge outages met by the agent loops of this worker process. verl turns a failed agent loop into a
+# failed sample group and later fails the step with an error of its own; the trainer asks for these
+# (through the worker) to report the real cause instead.
+_judge_outages: list[str] = []
+
+
+def take_judge_outages() -> list[str]:
+    """The judge outages seen in this process since the last call."""
+    taken = list(_judge_outages)
+    _judge_outages.clear()
+    return taken
 
 
 @dataclass(frozen=True)
@@ -129,7 +142,11 @@ class SelfPlayAgentLoop(_TurnPlayer):
         if request is None:
             return None, JudgeStats()
         judge = selfplay_judge(self.settings.judge)
-        verdicts, stats = await asyncio.to_thread(call_judge, judge, [request])
+        try:
+            verdicts, stats = await asyncio.to_thread(call_judge, judge, [request])
+        except JudgeUnavailableError as outage:
+            _judge_outages.append(str(outage))
+            raise
         return verdicts[0], stats
 
     def _outputs(self, turns: list[Turn], outcome: GameOutcome, judge_stats: JudgeStats) -> list[AgentLoopOutput]:

@@ -28,6 +28,7 @@ from medical_team.verl_ext.agent_loop import (
     JUDGE_STATS_FIELD,
     ROLE_FIELD,
     TRAINS_FIELD,
+    take_judge_outages,
 )
 from medical_team.verl_ext.roles import role_uid
 from medical_team.vocab import Role
@@ -84,6 +85,10 @@ class _SelfPlayAgentLoopWorker(AgentLoopWorkerTQ.__ray_actor_class__):
         """The games settled since the last call (records of `GameOutcome.to_record`)."""
         return self.ledger.drain()
 
+    async def take_judge_outages(self) -> list[str]:
+        """The judge outages this worker's agent loops met since the last call."""
+        return take_judge_outages()
+
 
 SelfPlayAgentLoopWorker = ray.remote(_SelfPlayAgentLoopWorker)
 
@@ -102,3 +107,8 @@ class SelfPlayAgentLoopManager(AgentLoopManagerTQ):
             outcomes.extend(GameOutcome.from_record(record) for record in records)
             stats = stats.merge(worker_stats)
         return outcomes, stats
+
+    def judge_outages(self) -> list[str]:
+        """The judge outages any worker met since the last call (messages of JudgeUnavailableError)."""
+        return [message for taken in ray.get([w.take_judge_outages.remote() for w in self.agent_loop_workers])
+                for message in taken]

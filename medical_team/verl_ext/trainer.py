@@ -23,6 +23,7 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 from medical_team.game import game_metrics
+from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.verl_ext.reliability.checkpoints import StepCommits, read_tracker
 from medical_team.verl_ext.reliability.graceful_stop import honour_stop_request
 from medical_team.verl_ext.reliability.guards import NonFiniteGuard
@@ -48,6 +49,16 @@ class SelfPlayTrainer(PPOTrainerSync):
     # verl switches replay buffer, refill and resume behaviour on the literal mode name "sync";
     # this trainer is that mode under its own registry name, so it always reports "sync".
     trainer_mode = property(lambda self: "sync", lambda self, _value: None)
+
+    def step(self, metrics: dict[str, Any], timing_raw: dict[str, Any]) -> KVBatchMeta:
+        """verl's step; when it fails because the judge was down, raise that instead of verl's own error."""
+        try:
+            return super().step(metrics, timing_raw)
+        except Exception as error:
+            outages = self.agent_loop_manager.judge_outages()
+            if outages:
+                raise JudgeUnavailableError(outages[-1]) from error
+            raise
 
     def _compute_metrics(self, batch: KVBatchMeta, metrics: dict[str, Any], timing_raw, global_steps, epoch) -> None:
         """verl's metrics, then the step's game metrics and per-role sample counts."""
