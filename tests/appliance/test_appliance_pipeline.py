@@ -64,8 +64,11 @@ def test_broken_csv_stops_the_pipeline_with_the_converters_message(appliance):
     assert "spawned: 'ray-head'" in supervisord_log(appliance)
 
 
-def test_train_two_steps_under_supervisord(appliance):
-    result = appliance.run("train", *TRAIN_2_STEPS)
+def test_train_two_steps_under_supervisord_judged_by_the_judge_program(appliance):
+    (judge_port,) = free_ports(1)
+    appliance.env.update(MEDPLAY_JUDGE_PORT=str(judge_port), MEDPLAY_JUDGE_SERVE_ARGS="--backend rules")
+
+    result = appliance.run("train", "medplay.judge.backend=http", *TRAIN_2_STEPS)
 
     assert result.returncode == 0, result.stdout[-8000:]
     for step in ("probe", "ray-head", "ray-ready", "convert", "train"):
@@ -76,37 +79,16 @@ def test_train_two_steps_under_supervisord(appliance):
     checkpoints = sorted(path.name for path in appliance.checkpoints.glob("global_step_*"))
     assert "global_step_2" in checkpoints, checkpoints
     assert (appliance.checkpoints / "latest_checkpointed_iteration.txt").read_text().strip() == "2"
-
-
-def test_pipeline_joins_the_cluster_in_ray_address(appliance, external_ray_head):
-    appliance.env.update(external_ray_head.env, RAY_ADDRESS=external_ray_head.address)
-
-    result = appliance.run("train", *TRAIN_2_STEPS)
-
-    assert result.returncode == 0, result.stdout[-8000:]
-    assert f"joining the existing Ray cluster at {external_ray_head.address}" in result.stdout
-    assert "spawned: 'ray-head'" not in supervisord_log(appliance)
-    assert not (appliance.logs / "pipeline" / "ray-head.log").exists()
-    assert_trainer_joined(appliance, external_ray_head.address)
-    assert (appliance.checkpoints / "global_step_2").is_dir()
-
-
-def test_judge_server_program_judges_the_training_games(appliance):
-    (judge_port,) = free_ports(1)
-    appliance.env.update(MEDPLAY_JUDGE_PORT=str(judge_port), MEDPLAY_JUDGE_SERVE_ARGS="--backend rules")
-
-    result = appliance.run("train", "medplay.judge.backend=http", *TRAIN_2_STEPS)
-
-    assert result.returncode == 0, result.stdout[-8000:]
+    # The judge program served the adversarial games of the run.
     assert "spawned: 'judge'" in supervisord_log(appliance)
     assert "judge server is ready" in appliance.log("pipeline", "judge-ready.log")
     config = (appliance.checkpoints / "config.yaml").read_text()
     assert f"url: http://127.0.0.1:{judge_port}" in config and "backend: http" in config
     assert re.search(r'"POST /\S+ HTTP/1\.1" 200', appliance.log("supervisor", "judge.log"))
-    assert (appliance.checkpoints / "global_step_2").is_dir()
 
 
-def test_docker_stop_during_training_saves_a_checkpoint_and_exits_0(appliance):
+def test_docker_stop_while_training_on_the_cluster_in_ray_address(appliance, external_ray_head):
+    appliance.env.update(external_ray_head.env, RAY_ADDRESS=external_ray_head.address)
     # No scheduled checkpoint before step 100: the one found afterwards is the one SIGTERM asked for.
     args = ["train", "trainer.total_training_steps=200", "trainer.save_freq=100"]
     process = subprocess.Popen([str(ENTRYPOINT), *args], env=appliance.env, stdout=subprocess.PIPE,
@@ -123,6 +105,12 @@ def test_docker_stop_during_training_saves_a_checkpoint_and_exits_0(appliance):
         stop_session(process.pid)
 
     assert process.returncode == 0, output[-8000:]
+    # The pipeline joined the separately started cluster instead of starting a head of its own.
+    assert f"joining the existing Ray cluster at {external_ray_head.address}" in output
+    assert "spawned: 'ray-head'" not in supervisord_log(appliance)
+    assert not (appliance.logs / "pipeline" / "ray-head.log").exists()
+    assert_trainer_joined(appliance, external_ray_head.address)
+    # SIGTERM reached the trainer, which saved a checkpoint and exited 0.
     assert "received SIGTERM: forwarding it to the running step" in output
     assert "SIGTERM received: saving a checkpoint and stopping" in appliance.log("pipeline", "train.log")
     latest = int((appliance.checkpoints / "latest_checkpointed_iteration.txt").read_text())
