@@ -45,6 +45,7 @@ class TinyModelSpec:
     max_position_embeddings: int = 4096
     corpus_notes: int = 120
     seed: int = 0
+    architecture: str = "qwen3"  # or "qwen2": the two model families the product targets
 
 
 def _corpus(spec: TinyModelSpec) -> list[str]:
@@ -82,15 +83,19 @@ def build_tokenizer(spec: TinyModelSpec):
 
 
 def build_tiny_model(output_dir: str | Path, spec: TinyModelSpec = TinyModelSpec()) -> Path:
-    """Write a random Qwen3ForCausalLM and its tokenizer as a Hugging Face folder; same spec, same bytes."""
+    """Write a random Qwen3 (or Qwen2) causal LM and its tokenizer as a Hugging Face folder; same spec, same bytes."""
     import torch
-    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
+    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM, Qwen3Config, Qwen3ForCausalLM
 
+    families = {"qwen2": (Qwen2Config, Qwen2ForCausalLM), "qwen3": (Qwen3Config, Qwen3ForCausalLM)}
+    if spec.architecture not in families:
+        raise ValueError(f"architecture {spec.architecture!r} is not one of {', '.join(families)}")
+    config_class, model_class = families[spec.architecture]
     output = Path(output_dir)
     tokenizer = build_tokenizer(spec)
     eos_id = tokenizer.convert_tokens_to_ids(IM_END)
     pad_id = tokenizer.convert_tokens_to_ids(PAD_TOKEN)
-    config = Qwen3Config(
+    config = config_class(
         vocab_size=len(tokenizer),
         hidden_size=spec.hidden_size,
         intermediate_size=spec.intermediate_size,
@@ -106,7 +111,7 @@ def build_tiny_model(output_dir: str | Path, spec: TinyModelSpec = TinyModelSpec
         dtype="float32",
     )
     torch.manual_seed(spec.seed)
-    model = Qwen3ForCausalLM(config)
+    model = model_class(config)
     model.generation_config = GenerationConfig(eos_token_id=eos_id, pad_token_id=pad_id, do_sample=True)
     output.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(output)

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 from judge_helpers import HTTP, make_request, reworded, wire
-from tiny_judge_model import build_tiny_chat_model
 
 from medical_team.data.records import GameSeed
 from medical_team.judge.app import ServerSettings, create_app
@@ -15,12 +14,13 @@ from medical_team.judge.hf_backend import HFChatCompleter
 from medical_team.judge.model_judge import ModelJudge
 from medical_team.judge.prompt import judge_messages
 from medical_team.judge.scorer import JudgeScorer
+from medical_team.verl_ext.tiny_model import TinyModelSpec, build_tiny_model
 
 
 @pytest.fixture(scope="module")
 def hf_judge(tmp_path_factory: pytest.TempPathFactory) -> ModelJudge:
     """The hf backend as `build_judge` makes it, on a tiny random model saved for this module."""
-    folder = build_tiny_chat_model(tmp_path_factory.mktemp("tiny-judge"))
+    folder = build_tiny_model(tmp_path_factory.mktemp("tiny-judge"), TinyModelSpec(architecture="qwen2"))
     judge = build_judge(BackendSettings(backend="hf", model=str(folder), max_new_tokens=6, batch_size=2))
     assert isinstance(judge, ModelJudge) and isinstance(judge.completer, HFChatCompleter)
     return judge
