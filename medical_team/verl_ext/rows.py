@@ -7,19 +7,10 @@ from dataclasses import replace
 from typing import Any
 
 from medical_team.data.records import GameSeed
+from medical_team.data.verl_parquet import BENCHMARK_EXTRA_FIELDS
 from medical_team.vocab import BENCHMARK_DATA_SOURCE, BenignAttackMode, Category, Label
 
 _GAME_KEYS = (*GameSeed.__dataclass_fields__, "benign_mode")
-_BENCHMARK_KEYS = (
-    "text_id",
-    "label",
-    "text",
-    "error_type",
-    "error_sentence_id",
-    "error_sentence",
-    "corrected_sentence",
-    "source_file",
-)
 
 
 def _require(extra_info: Any, keys: tuple[str, ...], what: str) -> Mapping[str, Any]:
@@ -35,7 +26,7 @@ def _require(extra_info: Any, keys: tuple[str, ...], what: str) -> Mapping[str, 
 def seed_of_row(data_source: str | None, extra_info: Any) -> tuple[GameSeed, BenignAttackMode]:
     """The seed a row describes and the attack mode for clean seeds (benchmark rows: a vanilla seed, inject)."""
     if data_source == BENCHMARK_DATA_SOURCE:
-        return benchmark_seed(_require(extra_info, _BENCHMARK_KEYS, "benchmark")), BenignAttackMode.INJECT
+        return benchmark_seed(_require(extra_info, BENCHMARK_EXTRA_FIELDS, "benchmark")), BenignAttackMode.INJECT
     info = _require(extra_info, _GAME_KEYS, "game")
     return GameSeed.from_metadata(dict(info)), BenignAttackMode(info["benign_mode"])
 
