@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from medical_team.game.prompts import Message, with_thinking_prefix
+from medical_team.game.prompts import Message, render_prompt
 
 BACKENDS = ("auto", "vllm", "transformers")
 
@@ -59,17 +59,8 @@ class VLLMGenerator:
         self.params = SamplingParams(temperature=0.0, max_tokens=settings.max_new_tokens)
 
     def render(self, messages: list[Message]) -> str:
-        """Chat template plus the thinking prefix (or the template's own thinking opener)."""
-        from medical_team.game.hf_generator import NATIVE_THINK_OPEN
-
-        if self.settings.native_thinking:
-            rendered = self.tokenizer.apply_chat_template(
-                messages, tokenize=False, add_generation_prompt=True, enable_thinking=True
-            )
-            return rendered if rendered.rstrip().endswith("<think>") else rendered + NATIVE_THINK_OPEN
-        return with_thinking_prefix(
-            self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        )
+        """Chat template plus the thinking prefix, exactly as the game renders prompts."""
+        return render_prompt(self.tokenizer, messages, self.settings.native_thinking)
 
     def generate(self, prompts: Sequence[list[Message]]) -> list[str]:
         """One response per prompt, in order."""

@@ -14,9 +14,7 @@ from typing import Any
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
-from medical_team.game.prompts import Message, with_thinking_prefix
-
-NATIVE_THINK_OPEN = "<think>\n"
+from medical_team.game.prompts import Message, render_prompt
 
 
 @dataclass(frozen=True)
@@ -78,18 +76,8 @@ class HFGenerator:
         return cls(model, tokenizer, sampling, native_thinking)
 
     def render(self, messages: list[Message]) -> str:
-        """The exact prompt text the model continues: chat template, then the thinking prefix.
-
-        With `native_thinking` the template's own thinking mode is used (Qwen3 `enable_thinking`)
-        and the prompt ends with the model's `<think>` opener instead of the game's prefix.
-        """
-        if self.native_thinking:
-            rendered = self.tokenizer.apply_chat_template(
-                messages, tokenize=False, add_generation_prompt=True, enable_thinking=True
-            )
-            return rendered if rendered.rstrip().endswith("<think>") else rendered + NATIVE_THINK_OPEN
-        rendered = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
-        return with_thinking_prefix(rendered)
+        """The exact prompt text the model continues (see `medical_team.game.prompts.render_prompt`)."""
+        return render_prompt(self.tokenizer, messages, self.native_thinking)
 
     def generate(self, prompts: Sequence[list[Message]]) -> list[str]:
         """One response per chat prompt, in order, generated `batch_size` prompts at a time."""

@@ -6,10 +6,14 @@ chat template renders, so the model starts inside an open `<think>` block.
 
 from __future__ import annotations
 
+from typing import Any
+
 from medical_team.data.records import GameSeed
 from medical_team.vocab import ERROR_TYPES, BenignAttackMode, Category
 
 THINKING_PREFIX = "Let's think step by step.\n<think> "
+# What a native thinking mode (Qwen3 `enable_thinking`) opens the response with, when its template does not.
+NATIVE_THINK_OPEN = "<think>\n"
 
 Message = dict[str, str]
 
@@ -97,3 +101,17 @@ def first_turn_messages(seed: GameSeed, benign_mode: BenignAttackMode = BenignAt
 def with_thinking_prefix(rendered_prompt: str) -> str:
     """Append the thinking prefix to a prompt already rendered by the chat template."""
     return rendered_prompt + THINKING_PREFIX
+
+
+def render_prompt(tokenizer: Any, messages: list[Message], native_thinking: bool = False) -> str:
+    """The exact text a model continues: the chat template, then the thinking prefix.
+
+    With `native_thinking` the template's own thinking mode is used (Qwen3 `enable_thinking`) and the
+    prompt ends with the model's `<think>` opener instead of the game's prefix.
+    """
+    if native_thinking:
+        rendered = tokenizer.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=True, enable_thinking=True
+        )
+        return rendered if rendered.rstrip().endswith("<think>") else rendered + NATIVE_THINK_OPEN
+    return with_thinking_prefix(tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
