@@ -20,7 +20,7 @@ from medical_team.cli.version import STACK
 
 REPO = Path(__file__).resolve().parents[2]
 LOCK = REPO / "docker" / "requirements-gpu.lock"
-# What the image must pin (the brief of the appliance): name in the lock -> expected version.
+# What the image must pin (verl 0.9.1's own GPU stack): name in the lock -> expected version.
 REQUIRED = {
     "CUDA_IMAGE": "nvidia/cuda:13.0.2-devel-ubuntu24.04",
     "PYTHON_VERSION": "3.12",
