@@ -23,10 +23,10 @@ import psutil
 import pytest
 import torch
 from safetensors.torch import load_file
+from spec_names import ADVERSARIAL, GAME_MD_METRICS
 
 from medical_team.verl_ext.reliability.checkpoints import COMPLETE_MARKER, read_tracker
 from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
-from medical_team.vocab import ERROR_TYPES, Category
 
 pytestmark = pytest.mark.e2e
 
@@ -37,19 +37,6 @@ KILLED_RUN_STEPS = 3  # asked for, never finished: SIGKILL arrives once step KIL
 KILL_AFTER_SAVE_OF = 2
 FINAL_STEPS = 4
 
-ADVERSARIAL = [c.value for c in Category if c.adversarial]
-# Every per-step metric name of the game's specification, with its placeholders expanded.
-GAME_METRICS = (
-    [f"game/count/{c.value}" for c in Category]
-    + ["game/tie_rate", "game/error_note_rate"]
-    + ["assessor/accuracy", *(f"assessor/accuracy/{c.value}" for c in Category)]
-    + [f"assessor/recall/{t}" for t in ERROR_TYPES]
-    + ["assessor/false_alarm_rate", "assessor/miss_rate", "assessor/sentence_accuracy"]
-    + ["assessor/reward_mean", "assessor/format_violation_rate"]
-    + ["attacker/success_rate", *(f"attacker/success_rate/{c}" for c in ADVERSARIAL)]
-    + ["attacker/faithfulness_rate", "attacker/reward_mean", "attacker/format_violation_rate"]
-    + ["judge/calls", "judge/parse_error_rate", "judge/latency_s"]
-)
 
 
 def train_command(root: Path, steps: int, *overrides: str) -> list[str]:
@@ -165,7 +152,7 @@ def test_metrics_file_has_every_step_and_every_game_metric(run_root: Path) -> No
     steps = metrics_by_step(run_root)
     assert sorted(steps) == list(range(1, FINAL_STEPS + 1))
     for step, data in steps.items():
-        missing = [name for name in GAME_METRICS if name not in data]
+        missing = [name for name in GAME_MD_METRICS if name not in data]
         assert not missing, f"step {step} lacks {missing}"
 
 

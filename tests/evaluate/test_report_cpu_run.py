@@ -7,27 +7,17 @@ verl's own); regenerate with `medplay train profile=cpu-smoke trainer.total_trai
 from pathlib import Path
 
 from PIL import Image
+from spec_names import GAME_PLOT_LABELS
 
 from medical_team.cli import main
 from medical_team.evaluate.metrics_log import read_metrics
-from medical_team.vocab import ERROR_TYPES, Category
 
 METRICS = Path(__file__).parent / "data" / "cpu_smoke_metrics.jsonl"
 
 # What a self-play run logs: every GAME.md series, and verl's timers except `reward` (the agent loop
 # scores training games itself) and the checkpoint/validation timers (not run in this demo).
 EXPECTED = {
-    "reward_per_role": ["assessor", "attacker"],
-    "assessor_accuracy_per_category": ["all", *(c.value for c in Category)],
-    "assessor_recall_per_error_type": list(ERROR_TYPES),
-    "attacker_success_and_faithfulness": [
-        "success (all adversarial)",
-        "success (adversarial_harmful)",
-        "success (adversarial_benign)",
-        "faithfulness",
-    ],
-    "format_violations": ["assessor", "attacker"],
-    "tie_rate": ["tie rate", "judge parse errors"],
+    **GAME_PLOT_LABELS,
     "step_time": ["step", "gen", "old_log_prob", "ref", "adv", "update_actor", "update_weights"],
 }
 

@@ -4,12 +4,12 @@ import math
 
 import pytest
 from PIL import Image
+from spec_names import GAME_PLOT_LABELS
 
 from medical_team.cli import main
 from medical_team.evaluate.metrics_log import read_metrics
 from medical_team.evaluate.plots import PLOTS, render_plot
 from medical_team.game.metrics import metric_names
-from medical_team.vocab import ERROR_TYPES, Category
 
 STEPS = 6
 PHASES = ("step", "gen", "reward", "old_log_prob", "ref", "adv", "update_actor", "update_weights")
@@ -37,20 +37,7 @@ def metrics_file(tmp_path_factory):
     return path
 
 
-EXPECTED_LABELS = {
-    "reward_per_role": ["assessor", "attacker"],
-    "assessor_accuracy_per_category": ["all", *(c.value for c in Category)],
-    "assessor_recall_per_error_type": list(ERROR_TYPES),
-    "attacker_success_and_faithfulness": [
-        "success (all adversarial)",
-        "success (adversarial_harmful)",
-        "success (adversarial_benign)",
-        "faithfulness",
-    ],
-    "format_violations": ["assessor", "attacker"],
-    "tie_rate": ["tie rate", "judge parse errors"],
-    "step_time": list(PHASES),
-}
+EXPECTED_LABELS = {**GAME_PLOT_LABELS, "step_time": list(PHASES)}
 
 
 def test_metrics_file_is_read_step_by_step(metrics_file):

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from spec_names import GAME_MD_METRICS
 
 from medical_team.data.medec import VALIDATION_CSV, bundled_csv, load_medec
 from medical_team.data.records import GameSeed
@@ -18,31 +19,7 @@ from medical_team.game.rewards import RewardConfig
 from medical_team.game.settle import GameConfig
 from medical_team.judge.backends import BackendSettings, build_judge
 from medical_team.judge.rules import RulesJudge
-from medical_team.vocab import ERROR_TYPES, Category, Role
-
-# Every metric name of GAME.md's "Metrics" section, with <category> and <error_type> expanded.
-GAME_MD_METRICS = [
-    *(f"game/count/{c.value}" for c in Category),
-    "game/tie_rate",
-    "game/error_note_rate",
-    "assessor/accuracy",
-    *(f"assessor/accuracy/{c.value}" for c in Category),
-    *(f"assessor/recall/{t}" for t in ERROR_TYPES),
-    "assessor/false_alarm_rate",
-    "assessor/miss_rate",
-    "assessor/sentence_accuracy",
-    "assessor/reward_mean",
-    "assessor/format_violation_rate",
-    "attacker/success_rate",
-    "attacker/success_rate/adversarial_harmful",
-    "attacker/success_rate/adversarial_benign",
-    "attacker/faithfulness_rate",
-    "attacker/reward_mean",
-    "attacker/format_violation_rate",
-    "judge/calls",
-    "judge/parse_error_rate",
-    "judge/latency_s",
-]
+from medical_team.vocab import Category, Role
 
 
 @pytest.fixture(scope="module")
