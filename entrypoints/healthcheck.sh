@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Docker HEALTHCHECK: healthy while supervisord runs and, once the train step has started, while the trainer's
-# heartbeat (the metrics file it appends one line to per step) is younger than MEDPLAY_HEARTBEAT_MAX_AGE_S.
+# heartbeat (the composed config's metrics file, one line per step) is younger than MEDPLAY_HEARTBEAT_MAX_AGE_S.
 set -euo pipefail
 
 run_dir="${MEDPLAY_RUN_DIR:-/tmp/medplay}"
-heartbeat="${MEDPLAY_HEARTBEAT_FILE:-${MEDPLAY_CHECKPOINTS:-/checkpoints}/metrics.jsonl}"
+# The metrics file of the composed config (the pipeline writes it with `medplay config get medplay.metrics_file`).
+composed_heartbeat="$(cat "${run_dir}/heartbeat.path" 2>/dev/null || true)"
+heartbeat="${MEDPLAY_HEARTBEAT_FILE:-${composed_heartbeat:-${MEDPLAY_CHECKPOINTS:-/checkpoints}/metrics.jsonl}}"
 max_age="${MEDPLAY_HEARTBEAT_MAX_AGE_S:-1800}"
 
 pid="$(cat "${run_dir}/supervisord.pid" 2>/dev/null || true)"

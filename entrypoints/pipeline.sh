@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# supervisord program `pipeline` (entrypoint `train`): probe -> Ray -> [judge server] -> convert -> train.
+# supervisord program `pipeline` (entrypoint `train`): probe -> Ray -> config -> [judge server] -> convert -> train.
 # Each step's output goes to stdout and to $MEDPLAY_LOGS/pipeline/STEP.log; the first failing step ends the
 # pipeline with that step's exit status. SIGTERM/SIGINT are forwarded to the running step (the trainer saves
 # a checkpoint and exits). The exit status is written to $MEDPLAY_RUN_DIR/pipeline.status for docker/supervise.py.
@@ -79,13 +79,11 @@ user_overrides=()
 if [[ -s "${run_dir}/train.args" ]]; then
     mapfile -t user_overrides < "${run_dir}/train.args"
 fi
-requested_profile="" judge_backend="" judge_url=""
+requested_profile=""
 other_overrides=()
 for override in "${user_overrides[@]}"; do
     case "${override}" in
         profile=*) requested_profile="${override#profile=}" ;;
-        medplay.judge.backend=*) judge_backend="${override#*=}" ;;&
-        medplay.judge.url=*) judge_url="${override#*=}" ;;&
         *) other_overrides+=("${override}") ;;
     esac
 done
@@ -113,16 +111,46 @@ else
 fi
 run_step ray-ready wait_until 180 "Ray cluster at ${RAY_ADDRESS}" ray status --address "${RAY_ADDRESS}"
 
-# --- the judge server, when the config asks for medplay's judge server without naming one -----------------
-train_overrides=()
-if [[ "${judge_backend}" == http && -z "${judge_url}" ]]; then
-    run_step judge-server "${supervisorctl[@]}" start judge
-    run_step judge-ready wait_until 600 "judge server" http_ok "http://127.0.0.1:${MEDPLAY_JUDGE_PORT}/health"
-    train_overrides+=("medplay.judge.url=http://127.0.0.1:${MEDPLAY_JUDGE_PORT}")
-fi
+# --- the training config as `medplay train` will compose it (YAML, profile and overrides alike) --------------
+data_dir="${MEDPLAY_CHECKPOINTS}/data"
+train_overrides=(
+    "profile=${profile}"
+    "medplay.output_dir=${MEDPLAY_CHECKPOINTS}"
+    "trainer.default_local_dir=${MEDPLAY_CHECKPOINTS}"
+    "medplay.data_dir=${data_dir}"
+    "medplay.stop_grace_s=${MEDPLAY_STOP_GRACE_S}"
+    "${other_overrides[@]}"
+)
+# config_values FILE KEY... OVERRIDES...: the composed values, one line per key, into FILE (and the step's log).
+config_values() {
+    local file="$1"
+    shift
+    medplay config get "$@" > "${file}"
+    sed 's/^/composed: /' "${file}"
+}
+composed="${run_dir}/composed.txt"
+run_step config config_values "${composed}" medplay.judge.backend medplay.judge.url medplay.metrics_file \
+    "${train_overrides[@]}"
+{ read -r judge_backend; read -r judge_url; read -r metrics_file; } < "${composed}"
+# The health check's heartbeat: the metrics file this run appends one line to per step.
+echo "${metrics_file}" > "${run_dir}/heartbeat.path"
+
+# --- the judge: medplay's judge server when the config asks for one without naming it ----------------------
+case "${judge_backend}" in
+    http)
+        if [[ -z "${judge_url}" ]]; then
+            run_step judge-server "${supervisorctl[@]}" start judge
+            run_step judge-ready wait_until 600 "judge server" http_ok "http://127.0.0.1:${MEDPLAY_JUDGE_PORT}/ready"
+            train_overrides+=("medplay.judge.url=http://127.0.0.1:${MEDPLAY_JUDGE_PORT}")
+        else
+            say "judge: the judge server at ${judge_url}"
+        fi
+        ;;
+    vllm) say "judge: a vLLM server of the judge model, started by the train step (medplay train)" ;;
+    *) say "judge: backend ${judge_backend} (in the train step)" ;;
+esac
 
 # --- convert: the bundled MEDEC-MS CSVs, or the CSVs under MEDPLAY_DATA ------------------------------------
-data_dir="${MEDPLAY_CHECKPOINTS}/data"
 convert_args=(--output "${data_dir}")
 game_csvs=()
 shopt -s nullglob
@@ -142,10 +170,4 @@ run_step convert medplay convert "${convert_args[@]}"
 
 # --- train: the chosen profile, the mounted volumes, the Ray cluster above, then the user's overrides -------
 # RAY_ADDRESS is exported: `medplay train` joins that cluster (and leaves its resources to it).
-run_step train medplay train "profile=${profile}" \
-    "medplay.output_dir=${MEDPLAY_CHECKPOINTS}" \
-    "trainer.default_local_dir=${MEDPLAY_CHECKPOINTS}" \
-    "medplay.data_dir=${data_dir}" \
-    "medplay.stop_grace_s=${MEDPLAY_STOP_GRACE_S}" \
-    "${train_overrides[@]}" \
-    "${other_overrides[@]}"
+run_step train medplay train "${train_overrides[@]}"

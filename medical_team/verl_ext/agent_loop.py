@@ -13,7 +13,6 @@ reward loop, which calls `medical_team.verl_ext.reward_fn.compute_score`.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 from uuid import uuid4
@@ -25,7 +24,7 @@ from medical_team.game import GameConfig, GameOutcome, JudgeStats, call_judge, j
 from medical_team.game.judging import JudgeVerdict
 from medical_team.game.prompts import Message, assessor_messages, attacker_messages, with_thinking_prefix
 from medical_team.judge.outage import JudgeUnavailableError
-from medical_team.verl_ext.judge_factory import selfplay_judge
+from medical_team.verl_ext.judge_factory import judge_executor, selfplay_judge
 from medical_team.verl_ext.rows import as_vanilla, seed_of_row
 from medical_team.verl_ext.settings import SelfPlaySettings, settings_from_trainer_config
 from medical_team.vocab import Role
@@ -143,7 +142,8 @@ class SelfPlayAgentLoop(_TurnPlayer):
             return None, JudgeStats()
         judge = selfplay_judge(self.settings.judge)
         try:
-            verdicts, stats = await asyncio.to_thread(call_judge, judge, [request])
+            executor = judge_executor(self.settings.judge)
+            verdicts, stats = await self.loop.run_in_executor(executor, call_judge, judge, [request])
         except JudgeUnavailableError as outage:
             _judge_outages.append(str(outage))
             raise

