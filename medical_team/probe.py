@@ -28,13 +28,31 @@ CUDA_12_1_EXPLANATION = (
 MIN_SHM_GIB = 1.0
 
 
+# The served judge of the GPU profiles (medplay.judge.backend: vllm): MedGemma 4B, ~4.3 B parameters with its
+# vision tower, in bf16; plus activations and CUDA context; its KV cache is 2 x 34 layers x 4 KV heads x 256
+# dims x 2 B per token, and one judge request (two notes + instructions) is ~3 K tokens.
+JUDGE_WEIGHTS_GIB = 8.0
+JUDGE_OVERHEAD_GIB = 1.5
+JUDGE_KV_KIB_PER_TOKEN = 136
+JUDGE_REQUEST_TOKENS = 3072
+
+
 @dataclass(frozen=True)
 class HardwareProfile:
-    """A hardware profile of configs/: the VRAM it needs and the disk one checkpoint of it takes."""
+    """A hardware profile of configs/: the VRAM it needs, the disk one checkpoint takes, the judge's VRAM share."""
 
     name: str
     min_vram_gib: float
     checkpoint_gib: float
+    # medplay.judge.serve.gpu_memory_utilization of the profile; None: no judge on this GPU (rules or remote)
+    judge_fraction: float | None = None
+
+    def judge_budget(self, vram_gib: float) -> tuple[float, float, int]:
+        """(judge share GiB, its KV cache GiB, judge requests that fit at once) on a GPU of `vram_gib`."""
+        share = (self.judge_fraction or 0.0) * vram_gib
+        kv_gib = share - JUDGE_WEIGHTS_GIB - JUDGE_OVERHEAD_GIB
+        tokens = max(0.0, kv_gib) * GIB / (JUDGE_KV_KIB_PER_TOKEN * 1024)
+        return share, kv_gib, int(tokens // JUDGE_REQUEST_TOKENS)
 
     @property
     def needs_gpu(self) -> bool:
@@ -46,16 +64,18 @@ class HardwareProfile:
 # (an 80 GB H100 shows about 79.2 GiB). Every GPU profile trains Qwen3-4B (4.0 B parameters) and saves
 # [model, optimizer, extra, hf_model]: fp32 weights (4 B/parameter, 14.9 GiB), HF weights (at most the
 # same again), and for full fine-tuning (80g and up) the AdamW moments (8 B/parameter, 29.8 GiB); LoRA
-# optimizer state is well under 1 GiB. Rounded up.
+# optimizer state is well under 1 GiB. Rounded up. The judge's share beside the policy is each profile's
+# medplay.judge.serve.gpu_memory_utilization (tests/verl_ext/test_configs.py keeps them equal); 24g holds
+# no judge (configs/profile/24g.yaml: a remote one).
 PROFILES: dict[str, HardwareProfile] = {
     p.name: p
     for p in (
         HardwareProfile("cpu-smoke", 0.0, 0.1),
         HardwareProfile("24g", 22.0, 32.0),
-        HardwareProfile("48g", 44.0, 32.0),
-        HardwareProfile("80g", 74.0, 60.0),
-        HardwareProfile("96g", 90.0, 60.0),
-        HardwareProfile("141g", 130.0, 60.0),
+        HardwareProfile("48g", 44.0, 32.0, judge_fraction=0.25),
+        HardwareProfile("80g", 74.0, 60.0, judge_fraction=0.2),
+        HardwareProfile("96g", 90.0, 60.0, judge_fraction=0.17),
+        HardwareProfile("141g", 130.0, 60.0, judge_fraction=0.12),
     )
 }
 
@@ -357,7 +377,30 @@ def assess(facts: HostFacts, requested_profile: str | None = None, checkpoint_gi
     if facts.gpus and not profile.needs_gpu:
         notes.append("Profile cpu-smoke was requested: the GPU stays unused.")
     refusals += host_refusals(facts, profile, size)
+    if facts.gpus and profile.needs_gpu and facts.gpus[0].total_vram_gib >= profile.min_vram_gib:
+        judge_note, judge_refusal = judge_fit(profile, facts.gpus[0].total_vram_gib)
+        notes.append(judge_note)
+        refusals += judge_refusal
     return ProbeReport(facts, chosen, "requested" if requested_profile else "auto", size, refusals, notes)
+
+
+def judge_fit(profile: HardwareProfile, vram_gib: float) -> tuple[str, list[str]]:
+    """A note on the served judge's memory on this GPU, and a refusal when its share cannot hold the model."""
+    alternatives = (
+        "set medplay.judge.backend=openai with medplay.judge.base_url (a remote OpenAI-compatible judge), "
+        "or medplay.judge.backend=rules (smoke tests only)"
+    )
+    if profile.judge_fraction is None:
+        return f"Profile {profile.name}: no model judge fits beside the policy on this GPU; {alternatives}.", []
+    share, kv_gib, requests = profile.judge_budget(vram_gib)
+    note = (
+        f"Judge (MedGemma 4B, vLLM): {profile.judge_fraction:g} x {vram_gib:.1f} GiB = {share:.1f} GiB for "
+        f"{JUDGE_WEIGHTS_GIB:g} GiB of weights, {JUDGE_OVERHEAD_GIB:g} GiB of activations and {kv_gib:.1f} GiB "
+        f"of KV cache (~{requests} judge requests at once)."
+    )
+    if requests < 1:
+        return note, [f"profile {profile.name}'s judge share ({share:.1f} GiB) cannot hold the judge model; {alternatives}"]
+    return note, []
 
 
 def _version(text: str) -> tuple[int, ...]:

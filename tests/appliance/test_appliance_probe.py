@@ -204,3 +204,14 @@ def test_docs_profile_table_matches_the_probe():
         profile = PROFILES[name]
         assert vram == ("no GPU" if not profile.needs_gpu else f"{profile.min_vram_gib:g}"), name
         assert float(checkpoint) == profile.checkpoint_gib, name
+
+
+def test_the_judge_is_in_the_memory_arithmetic():
+    report = assess(gpu_host(gpu(vram_gib=79.2)))
+    (judge,) = [note for note in report.notes if note.startswith("Judge (MedGemma 4B, vLLM)")]
+    assert "0.2 x 79.2 GiB = 15.8 GiB" in judge and "6.3 GiB of KV cache (~15 judge requests at once)" in judge
+    small = assess(gpu_host(gpu("NVIDIA L4", vram_gib=22.5, capability="8.9")))
+    assert small.ok and any("no model judge fits beside the policy" in note for note in small.notes)
+    squeezed = assess(gpu_host(gpu(vram_gib=79.2)), requested_profile="48g")
+    assert squeezed.ok  # 48g on a larger GPU: a larger judge share
+    assert not dataclasses.replace(PROFILES["48g"], judge_fraction=0.15).judge_budget(44.0)[2]

