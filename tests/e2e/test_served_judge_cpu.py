@@ -57,6 +57,10 @@ def test_training_is_judged_by_a_vllm_server_that_medplay_train_starts(tmp_path:
     assert record["judge/base_url"].startswith("http://127.0.0.1:")
 
     steps = logged_steps(run / "checkpoints" / "metrics.jsonl")
+    shown = ("timing_s/step", "judge/calls", "judge/latency_s", "judge/parse_error_rate", "game/tie_rate",
+             "samples/assessor", "samples/attacker")  # fmt: skip
+    for step, data in sorted(steps.items()):  # shown with `pytest -rP`
+        print(f"step {step}: " + "  ".join(f"{name}={data.get(name)}" for name in shown))
     assert sorted(steps) == list(range(1, STEPS + 1))
     calls = sum(data["judge/calls"] for data in steps.values())
     assert calls > 0, steps
