@@ -88,7 +88,7 @@ def vllm_command(model: Path, port: int, serve: ServeSettings, *, on_cpu: bool) 
         command += ["--gpu-memory-utilization", str(serve.gpu_memory_utilization)]
     if serve.enforce_eager or on_cpu:
         command.append("--enforce-eager")
-    return command
+    return [*command, *serve.extra_args]
 
 
 # Runs the server's command after asking Linux for SIGTERM when the launcher dies, even by SIGKILL

@@ -45,6 +45,7 @@ class ServeSettings:
     startup_timeout_s: float = 900.0  # loading the model and answering /v1/models
     port: int = 0  # loopback port; 0 picks a free one
     concurrency: int = 64  # judge calls in flight per agent-loop worker (threads)
+    extra_args: tuple[str, ...] = ()  # more `vllm serve` options, e.g. ("--limit-mm-per-prompt", '{"image": 0}')
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,12 @@ def _judge_settings(section: Mapping[str, Any], problems: list[str]) -> JudgeSet
 def _serve_settings(section: Mapping[str, Any], problems: list[str]) -> ServeSettings:
     """ServeSettings from `medplay.judge.serve`, recording problems."""
     problems += _unknown(section, _SERVE_KEYS, "judge.serve.")
-    settings = ServeSettings(**{k: v for k, v in section.items() if k in _SERVE_KEYS})
+    values = {k: v for k, v in section.items() if k in _SERVE_KEYS}
+    extra = values.get("extra_args") or ()
+    if isinstance(extra, str) or not all(isinstance(arg, str) for arg in extra):
+        problems.append(f"medplay.judge.serve.extra_args: {extra!r} must be a list of strings")
+        extra = ()
+    settings = ServeSettings(**{**values, "extra_args": tuple(extra)})
     if not 0 < settings.gpu_memory_utilization < 1:
         problems.append(f"medplay.judge.serve.gpu_memory_utilization: {settings.gpu_memory_utilization!r} must be in (0, 1)")
     positive = ("max_num_seqs", "max_tokens", "concurrency", "kv_cache_memory_bytes", "max_model_len")

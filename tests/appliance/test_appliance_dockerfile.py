@@ -86,3 +86,20 @@ def test_health_follows_supervisord_and_the_trainer_heartbeat(tmp_path):
     finally:
         alive.kill()
         alive.wait()
+
+
+def test_heartbeat_is_the_composed_metrics_file_the_pipeline_wrote(tmp_path):
+    heartbeat = tmp_path / "elsewhere" / "metrics.jsonl"
+    (tmp_path / "heartbeat.path").write_text(f"{heartbeat}\n")  # `medplay config get medplay.metrics_file`
+    alive = subprocess.Popen(["sleep", "60"])
+    try:
+        (tmp_path / "supervisord.pid").write_text(f"{alive.pid}\n")
+        (tmp_path / "pipeline.step").write_text("train\n")
+        an_hour_ago = time.time() - 3600
+        os.utime(tmp_path / "pipeline.step", (an_hour_ago, an_hour_ago))
+        env = {"MEDPLAY_HEARTBEAT_MAX_AGE_S": "600"}
+        result = healthcheck(tmp_path, {**env, "MEDPLAY_CHECKPOINTS": str(tmp_path)})
+        assert result.returncode == 1 and result.stdout.startswith(f"unhealthy: no trainer heartbeat ({heartbeat})")
+    finally:
+        alive.kill()
+        alive.wait()
