@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.verl_ext.reliability.guards import NonFiniteTrainingError
+from medical_team.verl_ext.served_judge import JudgeServerError
 
 # verl's sync replay buffer when every game of a step left no sample (replay_buffer.py, `sample`).
 NO_TRAJECTORIES = "no materializable trajectories"
@@ -23,8 +24,13 @@ def all_ties_message(step: int, games: int, parse_errors: int) -> str:
     )
 
 
-# Raised in a Ray actor (agent-loop worker or trainer) to end the run with a message for the user.
-RUN_STOPPING_ERRORS: tuple[type[BaseException], ...] = (JudgeUnavailableError, NonFiniteTrainingError, AllTiesError)
+# Raised in a Ray actor (agent-loop worker or trainer) or the launcher to end the run with a message for the user.
+RUN_STOPPING_ERRORS: tuple[type[BaseException], ...] = (
+    JudgeUnavailableError,
+    NonFiniteTrainingError,
+    AllTiesError,
+    JudgeServerError,
+)
 
 
 def run_stopping_cause(error: BaseException) -> BaseException | None:
