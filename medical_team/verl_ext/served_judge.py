@@ -99,7 +99,7 @@ _EXEC_WITH_PARENT_DEATH_SIGNAL = (
     f"    ctypes.CDLL(None).prctl({_PR_SET_PDEATHSIG}, signal.SIGTERM)\n"
     "except (OSError, AttributeError):\n"
     "    pass\n"
-    "os.execv(sys.argv[1], sys.argv[1:])\n"
+    "os.execvp(sys.argv[1], sys.argv[1:])\n"
 )
 
 

@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -101,6 +103,34 @@ def test_server_process_is_awaited_then_stopped_with_its_group(tmp_path: Path) -
     assert server.process is not None and server.process.poll() is None
     server.stop()
     assert server.process.poll() is not None
+
+
+def test_server_goes_when_the_launcher_is_killed(tmp_path: Path) -> None:
+    port = _free_port()
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v1" / "models").write_text("{}")
+    launcher_code = (
+        "import sys, time\nfrom pathlib import Path\nfrom medical_team.verl_ext.served_judge import JudgeServer\n"
+        f"command = [sys.executable, '-m', 'http.server', '{port}', '--bind', '127.0.0.1', '--directory', '{tmp_path}']\n"
+        f"server = JudgeServer(command, {port}, Path('{tmp_path}') / 'judge-server.log', 60)\n"
+        "server.start()\nprint(server.process.pid, flush=True)\ntime.sleep(600)\n"
+    )
+    launcher = subprocess.Popen([sys.executable, "-c", launcher_code], stdout=subprocess.PIPE, text=True)
+    server_pid = int(launcher.stdout.readline())
+    launcher.kill()  # SIGKILL: no cleanup code runs in the launcher
+    launcher.wait()
+    deadline = time.monotonic() + 20
+    while _alive(server_pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(server_pid), "the judge server outlived its killed launcher"
+
+
+def _alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie waiting to be reaped counts as gone)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def test_a_server_that_dies_while_starting_is_a_clear_error(tmp_path: Path) -> None:
