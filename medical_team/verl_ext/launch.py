@@ -231,12 +231,12 @@ def train(overrides: Sequence[str]) -> RunPaths:
     apply_environment(runtime_env_vars(config))
     prepare_model(config)
     check_model(config)
-    prepare_checkpoints(config)
     segments_before = shm_segments()
     try:
         with serve_judge(config, settings.judge):  # the `vllm` judge's server, before Ray and stopped after it
             record_run(config)
             record_judge(config)
+            prepare_checkpoints(config)
             run_verl(config)
     finally:
         remove_orphaned_segments(segments_before)
