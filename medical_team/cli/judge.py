@@ -127,3 +127,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--localisation-bonus", type=float, default=0.0, help="POST /judge: bonus for the right sentence"
     )
     serve.set_defaults(run=run_serve)
+    from medical_team.cli.judge_audit import add_audit_parser
+
+    add_audit_parser(actions)
