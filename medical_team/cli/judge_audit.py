@@ -36,7 +36,7 @@ def _judge(args: argparse.Namespace):
 
         if not args.url.startswith(("http://", "https://")):
             raise UserInputError(f"{args.url!r} is not an http(s) URL", field="--url")
-        return HttpJudge(args.url, batch_size=args.batch_size, max_consecutive_failures=3), f"http {args.url}"
+        return HttpJudge(args.url, batch_size=args.batch_size, max_consecutive_failures=1), f"http {args.url}"
     from medical_team.cli.judge import _check_args
 
     _check_args(args)
@@ -50,7 +50,7 @@ def _judge(args: argparse.Namespace):
         local_files_only=not args.allow_download,
         max_new_tokens=args.max_new_tokens,
         batch_size=args.batch_size,
-        max_consecutive_failures=3,
+        max_consecutive_failures=1,
     )
     try:
         judge = build_judge(settings)
