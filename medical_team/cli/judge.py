@@ -128,5 +128,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     serve.set_defaults(run=run_serve)
     from medical_team.cli.judge_audit import add_audit_parser
+    from medical_team.cli.judge_reward_file import add_reward_file_parser
 
     add_audit_parser(actions)
+    add_reward_file_parser(actions)
