@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from medical_team.judge.gold_probe import JudgeGoldFloorError
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.verl_ext.reliability.guards import NonFiniteTrainingError
 
 # Raised in a Ray actor (agent-loop worker or trainer) to end the run with a message for the user.
-RUN_STOPPING_ERRORS: tuple[type[BaseException], ...] = (JudgeUnavailableError, NonFiniteTrainingError)
+RUN_STOPPING_ERRORS: tuple[type[BaseException], ...] = (
+    JudgeUnavailableError,
+    NonFiniteTrainingError,
+    JudgeGoldFloorError,
+)
 
 
 def run_stopping_cause(error: BaseException) -> BaseException | None:

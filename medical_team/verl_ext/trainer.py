@@ -23,12 +23,14 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 from medical_team.game import game_metrics
+from medical_team.judge.gold_probe import GoldFloor
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.verl_ext.reliability.checkpoints import StepCommits, read_tracker
 from medical_team.verl_ext.reliability.graceful_stop import honour_stop_request
 from medical_team.verl_ext.reliability.guards import NonFiniteGuard
 from medical_team.verl_ext.reliability.metrics_file import use_appending_file_logger
 from medical_team.verl_ext.roles import role_of_key
+from medical_team.verl_ext.settings import settings_from_trainer_config
 from medical_team.vocab import Role
 
 TRAINER_NAME = "medplay_sync"
@@ -65,6 +67,8 @@ class SelfPlayTrainer(PPOTrainerSync):
         super()._compute_metrics(batch, metrics, timing_raw, global_steps, epoch)
         outcomes, judge_stats = self.agent_loop_manager.drain_games()
         metrics.update(game_metrics(outcomes, judge_stats))
+        if self._gold_floor is not None:
+            metrics.update(self._gold_floor.observe(judge_stats.gold_count, judge_stats.gold_correct))
         metrics.update(sample_metrics(batch))
         self._non_finite_guard.observe(global_steps, metrics, self._last_checkpoint())
 
@@ -78,6 +82,8 @@ class SelfPlayTrainer(PPOTrainerSync):
         """verl's training loop, with the metrics JSONL opened for appending (a resumed run keeps earlier steps)."""
         use_appending_file_logger()
         self._non_finite_guard = NonFiniteGuard(max_consecutive=self.config.medplay.guards.max_non_finite_steps)
+        judge = settings_from_trainer_config(self.config).judge
+        self._gold_floor = GoldFloor(judge.gold_accuracy_floor, judge.gold_min_count) if judge.probed else None
         super().fit(agent_loop_manager)
 
     def on_train_begin(self) -> None:
@@ -89,6 +95,8 @@ class SelfPlayTrainer(PPOTrainerSync):
         def log_then_commit(data: dict[str, Any], step: int, backend: Any = None) -> None:
             log_metrics(data=data, step=step, backend=backend)
             self._commits.commit()
+            if self._gold_floor is not None:  # after the step's metrics are written, so the cause is on record
+                self._gold_floor.check(step)
 
         self.logger.log = log_then_commit
 
