@@ -10,6 +10,8 @@ appended to rather than truncated on restart, a checkpoint becomes the resume po
 step's metrics are written (a crash in between replays the step), a stop request (SIGTERM to the launcher) saves a
 checkpoint and ends training after the current step, and `medplay.guards.max_non_finite_steps`
 consecutive steps with a non-finite loss or reward stop the run, naming the last good checkpoint.
+With a model judge, the gold probes the agent loops sent along are counted (`judge/gold_count`,
+`judge/gold_accuracy`) and `medplay.judge.gold_accuracy_floor` stops the run once the step is logged.
 """
 
 from __future__ import annotations
