@@ -1,5 +1,7 @@
 """`medplay judge serve`: run the judge HTTP server (rules, local HF model or OpenAI-compatible backend).
 
+`medplay judge audit` and `medplay judge reward-file` live in `judge_audit.py` and `judge_reward_file.py`.
+
 medplay judge serve --backend rules --port 8100
 medplay judge serve --backend hf --model /models/medgemma-4b-it --device cuda
 medplay judge serve --backend openai --base-url http://127.0.0.1:8001/v1 --model medgemma
@@ -127,3 +129,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--localisation-bonus", type=float, default=0.0, help="POST /judge: bonus for the right sentence"
     )
     serve.set_defaults(run=run_serve)
+    from medical_team.cli.judge_audit import add_audit_parser
+    from medical_team.cli.judge_reward_file import add_reward_file_parser
+
+    add_audit_parser(actions)
+    add_reward_file_parser(actions)

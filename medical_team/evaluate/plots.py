@@ -70,9 +70,13 @@ PLOTS: tuple[PlotSpec, ...] = (
     ),
     PlotSpec(
         "tie_rate",
-        "Tie rate and judge parse errors",
+        "Tie rate and judge reliability",
         "rate",
-        (("tie rate", "game/tie_rate"), ("judge parse errors", "judge/parse_error_rate")),
+        (
+            ("tie rate", "game/tie_rate"),
+            ("judge parse errors", "judge/parse_error_rate"),
+            ("judge gold accuracy", "judge/gold_accuracy"),  # logged only when the judge is probed
+        ),
     ),
     PlotSpec(
         "step_time",

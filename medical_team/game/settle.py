@@ -48,11 +48,17 @@ class JudgeStats:
     invocations: int = 0  # calls of `Judge.judge`, whatever their batch size
     requests: int = 0
     seconds: float = 0.0
+    gold_count: int = 0  # gold probes sent along with the games' requests (docs/judge.md)
+    gold_correct: int = 0  # gold probes the judge answered right
 
     def merge(self, other: JudgeStats) -> JudgeStats:
         """The sum of two stats (e.g. from several workers)."""
         return JudgeStats(
-            self.invocations + other.invocations, self.requests + other.requests, self.seconds + other.seconds
+            self.invocations + other.invocations,
+            self.requests + other.requests,
+            self.seconds + other.seconds,
+            self.gold_count + other.gold_count,
+            self.gold_correct + other.gold_correct,
         )
 
 

@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from medical_team.judge.body_limit import BodyLimitMiddleware
-from medical_team.judge.openrlhf_rewards import RewardInputError
+from medical_team.judge.openrlhf_rewards import RewardInputError, reward_payload
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.judge.schemas import ErrorOut, JudgeBatchIn, JudgeBatchOut, RewardBatchIn, RewardBatchOut, VerdictOut
 from medical_team.judge.scorer import JudgeScorer, ScorerNotReady, ScorerState
@@ -132,14 +132,6 @@ def create_app(settings: ServerSettings, scorer: JudgeScorer) -> FastAPI:
         if (rejected := _check_batch(len(batch.query), settings, "queries")) is not None:
             return rejected
         scores = await run_in_threadpool(scorer.score_assessor, batch.query, batch.prompts, batch.labels)
-        rewards = [score.reward for score in scores]
-        return RewardBatchOut(
-            rewards=rewards,
-            scores=rewards,
-            extra_logs={
-                "assessor_format_ok": [float(score.format_ok) for score in scores],
-                "assessor_correct": [float(score.correct) for score in scores],
-            },
-        )
+        return RewardBatchOut(**reward_payload(scores))
 
     return app

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from medical_team.game.answers import parse_assessor_answer, sentence_matches
-from medical_team.game.cot import parse_response
+from medical_team.data.records import GameSeed
 from medical_team.game.prompts import THINKING_PREFIX
-from medical_team.game.rewards import RewardConfig, ScoreInputs, score_game
-from medical_team.vocab import Label
+from medical_team.game.rewards import RewardConfig
+from medical_team.game.settle import GameConfig, settle
+from medical_team.vocab import Category, Label
 
 
 class RewardInputError(ValueError):
@@ -73,22 +75,51 @@ def parse_reward_label(text: str, index: int) -> RewardLabel:
 
 
 def assessor_score(response: str, truth: RewardLabel, config: RewardConfig) -> AssessorScore:
-    """Score one assessor response as in a vanilla game whose label is `truth` (format, correctness, localisation)."""
-    parsed = parse_response(response)
-    answer = parse_assessor_answer(parsed.answer)
-    format_ok = parsed.compliant and answer.readable
-    matched = answer.verdict is Label.ERROR and sentence_matches(answer.sentence, truth.error_sentence)
-    rewards = score_game(
-        ScoreInputs(
-            adversarial=False,
-            truth=truth.label,
-            intended=truth.label,
-            verdict=answer.verdict,
-            faithful=None,
-            assessor_format_ok=format_ok,
-            attacker_format_ok=True,
-            sentence_match=matched,
-        ),
-        config,
+    """Score one assessor response exactly as `settle` scores a vanilla game whose label is `truth`."""
+    seed = GameSeed(
+        note_id="openrlhf",
+        pair_id="openrlhf",
+        category=Category.of(truth.label, adversarial=False),
+        label=truth.label,
+        text="",
+        error_type=None,
+        error_sentence_id=-1,
+        error_sentence=truth.error_sentence,
+        corrected_sentence=None,
+        source_file="",
     )
-    return AssessorScore(reward=rewards.assessor, format_ok=format_ok, correct=answer.verdict is truth.label)
+    outcome = settle(seed, None, response, None, GameConfig(rewards=config))
+    return AssessorScore(
+        reward=outcome.assessor_reward or 0.0,
+        format_ok=outcome.assessor_format_ok,
+        correct=bool(outcome.assessor_correct),
+    )
+
+
+def score_queries(
+    queries: Sequence[str], prompts: Sequence[str] | None, labels: Sequence[str], config: RewardConfig
+) -> list[AssessorScore]:
+    """Assessor scores of OpenRLHF-style queries; raises `RewardInputError` naming the first bad item."""
+    if len(labels) != len(queries) or (prompts is not None and len(prompts) != len(queries)):
+        counts = f"{len(queries)} queries, {len(labels)} labels" + (
+            "" if prompts is None else f", {len(prompts)} prompts"
+        )
+        raise RewardInputError(f"queries, prompts and labels must have the same length, got {counts}")
+    items = zip(queries, prompts if prompts is not None else [None] * len(queries), labels)
+    return [
+        assessor_score(response_of(query, prompt, i), parse_reward_label(label, i), config)
+        for i, (query, prompt, label) in enumerate(items)
+    ]
+
+
+def reward_payload(scores: Sequence[AssessorScore]) -> dict[str, Any]:
+    """OpenRLHF's reward answer: `rewards`, `scores` (the same values) and per-sample `extra_logs`."""
+    rewards = [score.reward for score in scores]
+    return {
+        "rewards": rewards,
+        "scores": list(rewards),
+        "extra_logs": {
+            "assessor_format_ok": [float(score.format_ok) for score in scores],
+            "assessor_correct": [float(score.correct) for score in scores],
+        },
+    }

@@ -9,7 +9,7 @@ from enum import Enum
 
 from medical_team.game.judging import Judge, JudgeRequest, JudgeVerdict
 from medical_team.game.rewards import RewardConfig
-from medical_team.judge.openrlhf_rewards import AssessorScore, assessor_score, parse_reward_label, response_of
+from medical_team.judge.openrlhf_rewards import AssessorScore, score_queries
 
 log = logging.getLogger(__name__)
 
@@ -73,8 +73,4 @@ class JudgeScorer:
         self, queries: Sequence[str], prompts: Sequence[str] | None, labels: Sequence[str]
     ) -> list[AssessorScore]:
         """Assessor scores of OpenRLHF-style queries; raises `RewardInputError` naming the first bad item."""
-        items = zip(queries, prompts if prompts is not None else [None] * len(queries), labels)
-        return [
-            assessor_score(response_of(query, prompt, i), parse_reward_label(label, i), self.rewards)
-            for i, (query, prompt, label) in enumerate(items)
-        ]
+        return score_queries(queries, prompts, labels, self.rewards)

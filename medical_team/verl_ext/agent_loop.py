@@ -23,8 +23,9 @@ from medical_team.data.records import GameSeed
 from medical_team.game import GameConfig, GameOutcome, JudgeStats, call_judge, judge_request, note_for_assessor, settle
 from medical_team.game.judging import JudgeVerdict
 from medical_team.game.prompts import Message, assessor_messages, attacker_messages, with_thinking_prefix
+from medical_team.judge.gold_probe import count_correct
 from medical_team.judge.outage import JudgeUnavailableError
-from medical_team.verl_ext.judge_factory import judge_executor, selfplay_judge
+from medical_team.verl_ext.judge_factory import judge_executor, selfplay_gold_probes, selfplay_judge
 from medical_team.verl_ext.rows import as_vanilla, seed_of_row
 from medical_team.verl_ext.settings import SelfPlaySettings, settings_from_trainer_config
 from medical_team.vocab import Role
@@ -141,12 +142,17 @@ class SelfPlayAgentLoop(_TurnPlayer):
         if request is None:
             return None, JudgeStats()
         judge = selfplay_judge(self.settings.judge)
+        probes = selfplay_gold_probes(self.settings.judge)
+        gold = probes.draw() if probes is not None else []  # judged along with the game, never trained on
         try:
             executor = judge_executor(self.settings.judge)
-            verdicts, stats = await self.loop.run_in_executor(executor, call_judge, judge, [request])
+            requests = [request, *(probe.request for probe in gold)]
+            verdicts, stats = await self.loop.run_in_executor(executor, call_judge, judge, requests)
         except JudgeUnavailableError as outage:
             _judge_outages.append(str(outage))
             raise
+        if gold:
+            stats = replace(stats, gold_count=len(gold), gold_correct=count_correct(gold, verdicts[1:]))
         return verdicts[0], stats
 
     def _outputs(self, turns: list[Turn], outcome: GameOutcome, judge_stats: JudgeStats) -> list[AgentLoopOutput]:

@@ -8,6 +8,8 @@ from functools import lru_cache
 from medical_team.game.judging import Judge
 from medical_team.judge.backends import BackendSettings, build_judge
 from medical_team.judge.client import HttpJudge
+from medical_team.judge.gold import build_gold, medec_seeds
+from medical_team.judge.gold_probe import GoldProbes
 from medical_team.judge.retry import RetryPolicy
 from medical_team.judge.rules import RuleSettings
 from medical_team.verl_ext.settings import JudgeSettings
@@ -51,3 +53,11 @@ def judge_executor(settings: JudgeSettings) -> ThreadPoolExecutor:
     it would let only a handful of games wait on the judge at once.
     """
     return ThreadPoolExecutor(max_workers=settings.serve.concurrency, thread_name_prefix="medplay-judge")
+
+
+@lru_cache(maxsize=4)
+def selfplay_gold_probes(settings: JudgeSettings) -> GoldProbes | None:
+    """Gold probes for this judge (built once per process from the bundled MEDEC train seeds); None when off."""
+    if not settings.probed:
+        return None
+    return GoldProbes(build_gold(medec_seeds("train")), settings.gold_probe_fraction)

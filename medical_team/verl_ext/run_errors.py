@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from medical_team.judge.gold_probe import JudgeGoldFloorError
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.verl_ext.reliability.guards import NonFiniteTrainingError
 from medical_team.verl_ext.served_judge import JudgeServerError
@@ -30,6 +31,7 @@ RUN_STOPPING_ERRORS: tuple[type[BaseException], ...] = (
     NonFiniteTrainingError,
     AllTiesError,
     JudgeServerError,
+    JudgeGoldFloorError,
 )
 
 

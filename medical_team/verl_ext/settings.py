@@ -63,6 +63,14 @@ class JudgeSettings:
     min_length_ratio: float = 0.5  # rule check: a shorter rewrite (relative to the seed) is not faithful
     max_length_ratio: float = 2.0  # rule check: a longer rewrite is not faithful
     serve: ServeSettings = field(default_factory=ServeSettings)
+    gold_probe_fraction: float = 0.25  # gold probes per judged game (model judges only; rules is never probed)
+    gold_accuracy_floor: float = 0.6  # stop when the running gold accuracy falls below this (0 turns it off)
+    gold_min_count: int = 40  # gold probes judged before the floor applies
+
+    @property
+    def probed(self) -> bool:
+        """True when gold probes are mixed into this judge's requests (a model judge and a fraction > 0)."""
+        return self.backend != "rules" and self.gold_probe_fraction > 0
 
 
 @dataclass(frozen=True)
@@ -132,7 +140,11 @@ def _judge_settings(section: Mapping[str, Any], problems: list[str]) -> JudgeSet
         problems.append(f"medplay.judge.model: required when judge.backend is {settings.backend} (a local model folder)")
     if not settings.timeout_s > 0:
         problems.append(f"medplay.judge.timeout_s: {settings.timeout_s!r} must be > 0")
-    for key in ("batch_size", "attempts", "max_consecutive_failures"):
+    for key in ("gold_probe_fraction", "gold_accuracy_floor"):
+        value = getattr(settings, key)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            problems.append(f"medplay.judge.{key}: {value!r} must be a number in [0, 1]")
+    for key in ("batch_size", "attempts", "max_consecutive_failures", "gold_min_count"):
         value = getattr(settings, key)
         if not (isinstance(value, int) and value >= 1):
             problems.append(f"medplay.judge.{key}: {value!r} must be an integer >= 1")

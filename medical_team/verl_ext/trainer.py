@@ -10,6 +10,8 @@ appended to rather than truncated on restart, a checkpoint becomes the resume po
 step's metrics are written (a crash in between replays the step), a stop request (SIGTERM to the launcher) saves a
 checkpoint and ends training after the current step, and `medplay.guards.max_non_finite_steps`
 consecutive steps with a non-finite loss or reward stop the run, naming the last good checkpoint.
+With a model judge, the gold probes the agent loops sent along are counted (`judge/gold_count`,
+`judge/gold_accuracy`) and `medplay.judge.gold_accuracy_floor` stops the run once the step is logged.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 from medical_team.game import game_metrics
+from medical_team.judge.gold_probe import GoldFloor
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.verl_ext.reliability.checkpoints import StepCommits, read_tracker
 from medical_team.verl_ext.reliability.graceful_stop import honour_stop_request
@@ -30,6 +33,7 @@ from medical_team.verl_ext.reliability.guards import NonFiniteGuard
 from medical_team.verl_ext.reliability.metrics_file import use_appending_file_logger
 from medical_team.verl_ext.roles import role_of_key
 from medical_team.verl_ext.run_errors import NO_TRAJECTORIES, AllTiesError, all_ties_message
+from medical_team.verl_ext.settings import settings_from_trainer_config
 from medical_team.vocab import Role
 
 TRAINER_NAME = "medplay_sync"
@@ -71,6 +75,8 @@ class SelfPlayTrainer(PPOTrainerSync):
         super()._compute_metrics(batch, metrics, timing_raw, global_steps, epoch)
         outcomes, judge_stats = self.agent_loop_manager.drain_games()
         metrics.update(game_metrics(outcomes, judge_stats))
+        if self._gold_floor is not None:
+            metrics.update(self._gold_floor.observe(judge_stats.gold_count, judge_stats.gold_correct))
         metrics.update(sample_metrics(batch))
         self._non_finite_guard.observe(global_steps, metrics, self._last_checkpoint())
 
@@ -84,6 +90,8 @@ class SelfPlayTrainer(PPOTrainerSync):
         """verl's training loop, with the metrics JSONL opened for appending (a resumed run keeps earlier steps)."""
         use_appending_file_logger()
         self._non_finite_guard = NonFiniteGuard(max_consecutive=self.config.medplay.guards.max_non_finite_steps)
+        judge = settings_from_trainer_config(self.config).judge
+        self._gold_floor = GoldFloor(judge.gold_accuracy_floor, judge.gold_min_count) if judge.probed else None
         super().fit(agent_loop_manager)
 
     def on_train_begin(self) -> None:
@@ -95,6 +103,8 @@ class SelfPlayTrainer(PPOTrainerSync):
         def log_then_commit(data: dict[str, Any], step: int, backend: Any = None) -> None:
             log_metrics(data=data, step=step, backend=backend)
             self._commits.commit()
+            if self._gold_floor is not None:  # after the step's metrics are written, so the cause is on record
+                self._gold_floor.check(step)
 
         self.logger.log = log_then_commit
 

@@ -1,0 +1,118 @@
+"""`medplay judge audit`: score a judge against gold MEDEC pairs, write audit.json + audit.md.
+
+medplay judge audit --backend rules --output build/audit-rules
+medplay judge audit --backend openai --base-url http://127.0.0.1:8001/v1 --model medgemma --output build/audit
+medplay judge audit --url http://127.0.0.1:8100 --output build/audit-server
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from medical_team.errors import UserInputError
+
+BACKEND_CHOICES = ("rules", "hf", "openai")
+
+
+def _positive(text: str) -> int:
+    """An integer >= 1 (argparse type)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _judge(args: argparse.Namespace):
+    """The judge the options name, and its description for the report."""
+    from medical_team.judge.backends import BackendSettings, build_judge
+
+    if args.url:
+        from medical_team.judge.client import HttpJudge
+
+        if not args.url.startswith(("http://", "https://")):
+            raise UserInputError(f"{args.url!r} is not an http(s) URL", field="--url")
+        return HttpJudge(args.url, batch_size=args.batch_size, max_consecutive_failures=1), f"http {args.url}"
+    from medical_team.cli.judge import _check_args
+
+    _check_args(args)
+    settings = BackendSettings(
+        backend=args.backend,
+        model=args.model,
+        base_url=args.base_url,
+        api_key=os.environ.get(args.api_key_env) if args.api_key_env else None,
+        device=args.device,
+        dtype=args.dtype,
+        local_files_only=not args.allow_download,
+        max_new_tokens=args.max_new_tokens,
+        batch_size=args.batch_size,
+        max_consecutive_failures=1,
+    )
+    try:
+        judge = build_judge(settings)
+    except (OSError, ValueError) as error:
+        raise UserInputError(f"cannot build the judge: {str(error).splitlines()[0]}", field="--model") from None
+    names = {"rules": "rules", "hf": f"hf {args.model}", "openai": f"openai {args.base_url} (model {args.model})"}
+    return judge, names[args.backend]
+
+
+def run_audit_command(args: argparse.Namespace) -> int:
+    """Build the gold set and the judge, ask it, write the audit; exit 1 with --require-pass when it fails."""
+    from medical_team.judge.audit import AuditThresholds, run_audit
+    from medical_team.judge.audit_report import AUDIT_JSON, AUDIT_MD, audit_document, write_audit
+    from medical_team.judge.gold import build_gold, medec_seeds
+    from medical_team.judge.outage import JudgeUnavailableError
+
+    for path in args.input or ():
+        if not Path(path).is_file():
+            raise UserInputError(f"MEDEC CSV {path} does not exist", field="--input")
+    judge, name = _judge(args)
+    items = build_gold(medec_seeds(args.split, args.input or (), args.seed), args.pairs)
+    try:
+        run = run_audit(judge, items, args.batch_size)
+    except JudgeUnavailableError as error:
+        raise UserInputError(str(error), field="--url/--base-url") from None
+    source = {"source": ", ".join(map(str, args.input)) if args.input else "bundled MEDEC-MS validation file"}
+    document = audit_document(run, name, {**source, "split": args.split, "seed": args.seed}, AuditThresholds())
+    output = Path(args.output)
+    write_audit(output, run, document)
+    m = document["metrics"]
+    print(
+        f"judge audit ({name}): {m['items']} items, error_present accuracy {m['error_present']['accuracy']:.3f} "
+        f"(precision {m['error_present']['precision']:.3f}, recall {m['error_present']['recall']:.3f}), "
+        f"faithful accuracy {m['faithful']['accuracy']:.3f}, parse errors {m['parse_error_rate']:.3f}"
+    )
+    print("passed" if document["passed"] else "below the bar for training: " + "; ".join(document["failures"]))
+    print(f"wrote {output / AUDIT_JSON} and {output / AUDIT_MD}")
+    return 1 if args.require_pass and not document["passed"] else 0
+
+
+def add_audit_parser(actions: argparse._SubParsersAction) -> None:
+    """Register `medplay judge audit`."""
+    audit = actions.add_parser(
+        "audit",
+        help="score a judge against gold MEDEC pairs (audit.json, audit.md)",
+        description="Score a judge on requests whose truth MEDEC alone settles (docs/judge.md, 'Judge audit').",
+    )
+    where = audit.add_mutually_exclusive_group()
+    where.add_argument("--backend", choices=BACKEND_CHOICES, default="rules", help="judge backend (default: rules)")
+    where.add_argument("--url", help="audit a running judge server instead (e.g. http://127.0.0.1:8100)")
+    audit.add_argument("--output", required=True, metavar="DIR", help="directory for audit.json, audit.md")
+    audit.add_argument("--model", help="hf: local path or cached hub id; openai: served model name")
+    audit.add_argument("--base-url", help="openai: endpoint base URL including /v1")
+    audit.add_argument("--api-key-env", help="openai: name of the environment variable that holds the API key")
+    audit.add_argument("--device", default="cpu", help="hf: torch device (default: cpu)")
+    audit.add_argument("--dtype", default="auto", help="hf: torch dtype (default: auto)")
+    audit.add_argument("--allow-download", action="store_true", help="hf: allow downloading the model from the hub")
+    audit.add_argument("--max-new-tokens", type=_positive, default=128, help="tokens the judge model may write")
+    audit.add_argument("--batch-size", type=_positive, default=16, help="requests per judge call")
+    audit.add_argument("--input", nargs="+", metavar="CSV", help="MEDEC CSVs (default: the bundled validation file)")
+    audit.add_argument("--split", choices=("train", "val", "all"), default="val", help="seeds of this split (val)")
+    audit.add_argument("--seed", type=int, default=0, help="the category draw and split seed of `medplay convert` (0)")
+    audit.add_argument("--pairs", type=_positive, help="use only the first N error notes (7 gold items each)")
+    audit.add_argument("--require-pass", action="store_true", help="exit 1 when the judge misses a threshold")
+    audit.set_defaults(run=run_audit_command)
