@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -99,3 +100,17 @@ def test_missing_sft_data_is_one_line_exit_2(tmp_path, capsys):
     assert status == 2
     assert err.startswith("medplay sft: error: ") and "sft_train.parquet" in err and "medplay convert" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_loss_lines_merge_the_records_of_a_step(tmp_path):
+    from medical_team.cli.sft import loss_lines
+
+    metrics = tmp_path / "metrics.jsonl"
+    records = [
+        {"step": 1, "data": {"train/loss": 6.9, "train/lr": 0.001, "train/mfu": 0.0}},
+        {"step": 2, "data": {"train/loss": 6.5}},
+        {"step": 2, "data": {"val/loss": 6.4}},
+    ]
+    metrics.write_text("".join(json.dumps(record) + "\n" for record in records))
+    assert loss_lines(metrics) == ["step 1: train/loss=6.9  train/lr=0.001", "step 2: train/loss=6.5  val/loss=6.4"]
+    assert loss_lines(tmp_path / "missing.jsonl") == []
