@@ -17,6 +17,7 @@ COMMANDS: dict[str, str] = {
     "judge": "medical_team.cli.judge",
     "probe": "medical_team.cli.probe",
     "report": "medical_team.cli.report",
+    "sft": "medical_team.cli.sft",
     "train": "medical_team.cli.train",
     "version": "medical_team.cli.version",
 }

@@ -39,7 +39,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "convert",
         help="turn MEDEC CSVs into the game's verl parquet files, OpenRLHF JSONL and a dataset report",
-        description="Write DIR/train.parquet, val.parquet, benchmark.parquet, train.jsonl and dataset_report.json.",
+        description="Write DIR/train.parquet, val.parquet, benchmark.parquet, train.jsonl, sft_train.parquet, "
+        "sft_val.parquet and dataset_report.json.",
     )
     parser.add_argument(
         "--input",

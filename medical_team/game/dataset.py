@@ -16,10 +16,12 @@ from medical_team.data.openrlhf import read_openrlhf_jsonl, to_openrlhf, write_o
 from medical_team.data.records import GameSeed, MedecNote
 from medical_team.data.report import case_error_types, file_summary, seed_table, split_summary
 from medical_team.data.seeds import build_seeds
+from medical_team.data.sft_parquet import SFT_TRAIN_PARQUET, SFT_VAL_PARQUET, write_sft_parquet
 from medical_team.data.splits import TRAIN, VAL, case_groups, split_seeds
 from medical_team.data.verl_parquet import Row, write_verl_parquet
 from medical_team.errors import UserInputError
 from medical_team.game.prompts import assessor_messages, first_turn_messages
+from medical_team.game.sft import sft_rows
 from medical_team.vocab import ABILITY, BENCHMARK_DATA_SOURCE, DATA_SOURCE, BenignAttackMode, Label
 
 BENCHMARK = "benchmark"
@@ -160,7 +162,7 @@ def convert_medec(
     output_dir: str | Path,
     options: ConvertOptions = ConvertOptions(),
 ) -> dict[str, Any]:
-    """Load MEDEC CSVs, write train/val/benchmark parquet, train JSONL and the report; return the report."""
+    """Load MEDEC CSVs, write train/val/benchmark/SFT parquet, train JSONL and the report; return the report."""
     output_dir = Path(output_dir)
     _prepare_output(output_dir)
     loaded = [load_medec(path, options.encoding) for path in inputs]
@@ -176,8 +178,16 @@ def convert_medec(
     write_verl_parquet(benchmark_rows, output_dir / BENCHMARK_PARQUET)
     jsonl = (to_openrlhf(seed, _jsonl_extra(row)) for seed, row in zip(dataset.train, dataset.train_rows))
     write_openrlhf_jsonl(jsonl, output_dir / TRAIN_JSONL)
+    # The format warm start (`medplay sft`) learns from the train split only; val gives a held-out loss.
+    sft = {
+        SFT_TRAIN_PARQUET: sft_rows(dataset.train, TRAIN, options.benign_mode),
+        SFT_VAL_PARQUET: sft_rows(dataset.val, VAL, options.benign_mode),
+    }
+    for name, rows in sft.items():
+        write_sft_parquet(rows, output_dir / name)
 
     report = _report(options, loaded, bench, dataset)
+    report["files"].update({name: len(rows) for name, rows in sft.items()})
     (output_dir / REPORT_JSON).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return report
 

@@ -1,0 +1,62 @@
+"""`medplay sft [profile=NAME] [hydra overrides]`: the format warm start with verl's own SFT trainer.
+
+Example: `medplay sft profile=cpu-smoke medplay.data_dir=build/data`, then
+`medplay train medplay.model.path=build/cpu-smoke/sft/model` and `medplay eval --model build/cpu-smoke/sft/model`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+from medical_team.cli.train import DEFAULT_PROBE_REPORT, PROBE_REPORT_ENV, with_profile
+
+# Shown per step after training; the metrics file holds every metric verl logs.
+SUMMARY_METRICS = ("train/loss", "val/loss", "train/grad_norm", "train/lr")
+
+
+def loss_lines(metrics_file: Path) -> list[str]:
+    """One line per logged step with the loss metrics (records of one step merged), from verl's metrics JSONL."""
+    if not metrics_file.is_file():
+        return []
+    steps: dict[int, dict[str, float]] = {}
+    for line in metrics_file.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            record = json.loads(line)
+            steps.setdefault(int(record["step"]), {}).update(record["data"])
+    return [
+        f"step {step}: " + "  ".join(f"{name}={data[name]:.4g}" for name in SUMMARY_METRICS if name in data)
+        for step, data in sorted(steps.items())
+    ]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Fine-tune, then print the loss per step and where the model folder is."""
+    from medical_team.verl_ext.sft import sft
+
+    report = Path(args.probe_report or os.environ.get(PROBE_REPORT_ENV) or DEFAULT_PROBE_REPORT)
+    paths = sft(with_profile(list(args.overrides), report))
+    for line in loss_lines(paths.metrics_file):
+        print(line)
+    print(f"metrics: {paths.metrics_file}")
+    print(f"model: {paths.model_dir}  (medplay train medplay.model.path={paths.model_dir}; medplay eval --model ...)")
+    return 0
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Register `medplay sft`."""
+    parser = subparsers.add_parser(
+        "sft",
+        help="format warm start: supervised fine-tuning on the game's gold answers with verl's SFT trainer",
+        description="Fine-tune on sft_train.parquet (written by `medplay convert`) with verl's SFT trainer and "
+        "write a Hugging Face folder to <medplay.output_dir>/sft/model. Arguments are Hydra overrides of "
+        "configs/medplay.yaml + configs/sft/, e.g. `profile=cpu-smoke sft.trainer.total_training_steps=20`. "
+        f"Without `profile=`, the probe's choice (probe.json, or ${PROBE_REPORT_ENV}) is used, else cpu-smoke.",
+    )
+    parser.add_argument(
+        "--probe-report", help=f"probe report to take the profile from (default: {DEFAULT_PROBE_REPORT})"
+    )
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides (key=value)")
+    parser.set_defaults(run=run)
