@@ -89,3 +89,16 @@ def test_cli_refuses_a_non_empty_output(tmp_path, capsys):
     (tmp_path / "taken" / "file").write_text("x")
     assert main(["model", "prepare", "smollm2-135m", "--output", str(tmp_path / "taken")]) == 2
     assert "already exists and is not empty" in capsys.readouterr().err
+
+
+def test_models_package_imports_no_other_layer_or_framework():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, medical_team.models.prepare; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in {'verl', 'ray', 'vllm', 'torch', 'transformers'} "
+        "or any(m.startswith('medical_team.' + p) for p in ('data', 'game', 'judge', 'verl_ext', 'evaluate', 'cli'))))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert result.stdout.strip() == "[]"
