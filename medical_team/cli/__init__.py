@@ -15,6 +15,7 @@ COMMANDS: dict[str, str] = {
     "convert": "medical_team.cli.convert",
     "eval": "medical_team.cli.eval",
     "judge": "medical_team.cli.judge",
+    "model": "medical_team.cli.model",
     "probe": "medical_team.cli.probe",
     "report": "medical_team.cli.report",
     "sft": "medical_team.cli.sft",

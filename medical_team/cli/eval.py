@@ -26,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from medical_team.evaluate.evaluation import EVAL_JSON, EVAL_MD, evaluate, write_outputs
     from medical_team.evaluate.generation import GenerationSettings, choose_backend, make_generator
     from medical_team.evaluate.model_source import resolve_model
+    from medical_team.evaluate.submission import SUBMISSION_TXT, submission_note
     from medical_team.evaluate.summary import console_table
 
     benchmark = load_benchmark(args.benchmark).head(args.limit)
@@ -48,11 +49,12 @@ def run(args: argparse.Namespace) -> int:
     about = {"model": str(args.model), "resolved_model": str(model), "backend": backend}
     result, responses = evaluate(generator, benchmark, settings, about)
     output = Path(args.output)
-    write_outputs(result, responses, output)
+    submission = write_outputs(result, responses, output)
     print(console_table(result))
     print(
         f"format violation rate {result['format_violation_rate']:.3f}; wrote {output / EVAL_JSON} and {output / EVAL_MD}"
     )
+    print(submission_note(submission, output / SUBMISSION_TXT))
     return 0
 
 
@@ -61,12 +63,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "eval",
         help="score a model as assessor on the MEDEC benchmark",
-        description="Write DIR/eval.json, DIR/eval.md and DIR/responses.jsonl. Nothing is downloaded.",
+        description="Write DIR/eval.json, DIR/eval.md, DIR/responses.jsonl and DIR/submission.txt (MEDIQA-CORR run "
+        "format). Nothing is downloaded.",
     )
     parser.add_argument(
         "--model", required=True, help="HF model folder, verl checkpoint folder (with an HF export), or cached hub id"
     )
-    parser.add_argument("--output", required=True, help="directory for eval.json, eval.md and responses.jsonl")
+    parser.add_argument(
+        "--output", required=True, help="directory for eval.json, eval.md, responses.jsonl and submission.txt"
+    )
     parser.add_argument(
         "--benchmark", help="benchmark.parquet from `medplay convert`, or a MEDEC CSV (default: bundled MEDEC-MS test)"
     )

@@ -10,8 +10,9 @@ from typing import Any
 from medical_team.evaluate.baselines import baseline_scores
 from medical_team.evaluate.benchmark import Benchmark
 from medical_team.evaluate.generation import BatchGenerator, GenerationSettings, generate_all
-from medical_team.evaluate.predictions import predict_from_response
+from medical_team.evaluate.predictions import NotePrediction, predict_from_response
 from medical_team.evaluate.scoring import score_predictions
+from medical_team.evaluate.submission import SUBMISSION_TXT, SubmissionSummary, write_submission
 from medical_team.evaluate.summary import markdown_summary
 
 EVAL_JSON = "eval.json"
@@ -46,8 +47,8 @@ def evaluate(
     return result, responses
 
 
-def write_outputs(result: dict[str, Any], responses: list[str], output: Path) -> None:
-    """Write eval.json, eval.md and one JSON line per response into `output`."""
+def write_outputs(result: dict[str, Any], responses: list[str], output: Path) -> SubmissionSummary:
+    """Write eval.json, eval.md, one JSON line per response and the MEDIQA-CORR run file into `output`."""
     output.mkdir(parents=True, exist_ok=True)
     (output / EVAL_JSON).write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (output / EVAL_MD).write_text(markdown_summary(result), encoding="utf-8")
@@ -56,3 +57,4 @@ def write_outputs(result: dict[str, Any], responses: list[str], output: Path) ->
             handle.write(
                 json.dumps({"text_id": prediction["text_id"], "response": response}, ensure_ascii=False) + "\n"
             )
+    return write_submission([NotePrediction.from_json(p) for p in result["predictions"]], output / SUBMISSION_TXT)

@@ -1,6 +1,7 @@
 """`medplay eval` end to end: a real tiny model on the full benchmark, scores recomputed from its predictions."""
 
 import json
+import re
 from statistics import fmean
 
 import pytest
@@ -58,6 +59,12 @@ def test_full_benchmark_writes_one_prediction_per_note(full_run, test_notes):
         assert {"text_id", "flag", "sentence_id", "correction"} <= set(prediction)
     assert result["backend"] == "transformers"
     assert len((full_run / "responses.jsonl").read_text().splitlines()) == 597
+
+
+def test_submission_file_has_one_scorer_readable_line_per_note(full_run, test_notes):
+    lines = (full_run / "submission.txt").read_text(encoding="utf-8").splitlines()
+    assert [line.split()[0] for line in lines] == [n.text_id for n in test_notes]
+    assert all(re.fullmatch(r"[a-z0-9\-]+\s[0-9]+\s\-?[0-9]+\s.+", line) for line in lines)
 
 
 def test_scores_match_a_recomputation_from_the_predictions(full_run, test_notes):
