@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -13,6 +14,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from medical_team.console import output_to_log, say
 from medical_team.errors import UserInputError
 
 CONFIG_MODULE = "medical_team.configs"
@@ -29,6 +31,7 @@ class RunPaths:
     checkpoint_dir: Path
     metrics_file: Path
     latest_step_file: Path
+    log_file: Path
 
 
 def available_profiles() -> list[str]:
@@ -72,9 +75,29 @@ def runtime_env_vars(config: DictConfig) -> dict[str, str]:
     return {str(key): str(value) for key, value in OmegaConf.to_container(env, resolve=True).items()}
 
 
+def apply_warning_filters(spec: str) -> None:
+    """Install the filters of a PYTHONWARNINGS value in this process (new processes read the variable themselves)."""
+    import builtins
+    import re
+    import warnings
+
+    for entry in filter(None, (item.strip() for item in spec.split(","))):
+        action, message, category, module = (entry.split(":") + [""] * 4)[:4]
+        found = getattr(builtins, category, None) if category else Warning
+        if not (isinstance(found, type) and issubclass(found, Warning)):
+            continue  # as Python does with an invalid -W option
+        warnings.filterwarnings(
+            action or "default",
+            message=re.escape(message),
+            category=found,
+            module=rf"{re.escape(module)}\Z" if module else "",
+        )
+
+
 def apply_environment(env: dict[str, str]) -> None:
     """Export the config's environment in this (driver) process and load verl external modules it names."""
     os.environ.update(env)
+    apply_warning_filters(env.get("PYTHONWARNINGS", ""))
     modules = env.get("VERL_USE_EXTERNAL_MODULES", "")
     if modules:
         # verl is already imported by Hydra's config search path, so its own import-time hook has run.
@@ -113,6 +136,7 @@ def prepare_model(config: DictConfig) -> None:
         from medical_team.verl_ext.tiny_model import build_tiny_model
 
         build_tiny_model(model_path)
+        say(f"medplay: built the tiny random model in {model_path}")
 
 
 def record_run(config: DictConfig) -> None:
@@ -134,7 +158,11 @@ def prepare_checkpoints(config: DictConfig) -> None:
 
     checkpoint_dir = Path(config.trainer.default_local_dir)
     if config.trainer.resume_mode == "auto":
-        repair_tracker(checkpoint_dir)  # logs what it skipped or rewrote
+        repair = repair_tracker(checkpoint_dir)
+        for line in repair.messages():
+            say(f"medplay: {line}")
+        if repair.resume_step is not None:
+            say(f"medplay: resuming from {checkpoint_dir / f'global_step_{repair.resume_step}'}")
     clear_stop_request(checkpoint_dir)
 
 
@@ -164,13 +192,20 @@ def stop_on_signals_after_ray_init(config: DictConfig) -> Iterator[None]:
         ray.init = original_init
 
 
-def run_paths(config: DictConfig) -> RunPaths:
-    """Checkpoint folder, metrics file and verl's tracker file of this config."""
+def run_log_path(config: DictConfig) -> Path:
+    """A new file for this run's full output: <medplay.output_dir>/logs/train-<UTC time>.log."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return Path(config.medplay.output_dir) / "logs" / f"train-{stamp}.log"
+
+
+def run_paths(config: DictConfig, log_file: Path) -> RunPaths:
+    """Checkpoint folder, metrics file and verl's tracker file of this config, and the run's log."""
     checkpoint_dir = Path(config.trainer.default_local_dir)
     return RunPaths(
         checkpoint_dir=checkpoint_dir,
         metrics_file=Path(config.medplay.metrics_file),
         latest_step_file=checkpoint_dir / "latest_checkpointed_iteration.txt",
+        log_file=log_file,
     )
 
 
@@ -203,7 +238,8 @@ def run_verl(config: DictConfig) -> None:
     auto_set_device(config)
     validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     started_ray = not ray.is_initialized() and not os.environ.get("RAY_ADDRESS")
-    print(f"medplay: Ray: {choose_ray_cluster(config)}")
+    say(f"medplay: Ray: {choose_ray_cluster(config)}")
+    say("medplay: starting verl's trainer (workers, FSDP2 engines, vLLM rollout server; about a minute on CPU)")
     try:
         with stop_on_signals_after_ray_init(config):
             if config.trainer.use_v1:
@@ -217,22 +253,37 @@ def run_verl(config: DictConfig) -> None:
             ray.shutdown()
 
 
-def train(overrides: Sequence[str]) -> RunPaths:
-    """Compose the config, prepare inputs, train with verl, and return where the outputs are."""
+def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
+    """Compose the config, prepare inputs, train with verl, and return where the outputs are.
+
+    The run's full output goes to a log file in the run folder (also to the terminal with `verbose`);
+    the terminal gets the stages and one line per step.
+    """
+    from medical_team.verl_ext.progress import StepProgress
     from medical_team.verl_ext.settings import settings_from_trainer_config
     from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
 
     config = compose_config(overrides)
     settings_from_trainer_config(config)  # every problem of the `medplay:` section at once, before Ray starts
     check_data(config)
-    apply_environment(runtime_env_vars(config))
-    prepare_model(config)
-    check_model(config)
-    record_run(config)
-    prepare_checkpoints(config)
-    segments_before = shm_segments()
+    paths = run_paths(config, run_log_path(config))
+    say(f"medplay: full log: {paths.log_file}" + ("" if verbose else " (`medplay train --verbose` streams it)"))
     try:
-        run_verl(config)
-    finally:
-        remove_orphaned_segments(segments_before)
-    return run_paths(config)
+        with output_to_log(paths.log_file, stream=verbose):
+            apply_environment(runtime_env_vars(config))
+            prepare_model(config)
+            check_model(config)
+            record_run(config)
+            prepare_checkpoints(config)
+            segments_before = shm_segments()
+            try:
+                with StepProgress(paths.metrics_file, config.trainer.total_training_steps):
+                    run_verl(config)
+            finally:
+                remove_orphaned_segments(segments_before)
+    except UserInputError:
+        raise
+    except Exception:
+        say(f"medplay: training failed; full log: {paths.log_file}")
+        raise
+    return paths
