@@ -140,15 +140,15 @@ def prepare_model(config: DictConfig) -> None:
 
 
 def record_run(config: DictConfig) -> None:
-    """Write the composed config and the stack versions into the output folder."""
-    from medical_team.cli.version import stack_versions
+    """Write the composed config and what the run ran on (versions, image tag, git commit) into the output folder."""
+    from medical_team.stack import run_record
 
     output = Path(config.medplay.output_dir)
     output.mkdir(parents=True, exist_ok=True)
     # verl's file logger opens the metrics file without creating its folder.
     Path(config.medplay.metrics_file).parent.mkdir(parents=True, exist_ok=True)
     OmegaConf.save(config, output / "config.yaml")
-    (output / "versions.json").write_text(json.dumps(stack_versions(), indent=2) + "\n")
+    (output / "versions.json").write_text(json.dumps(run_record(), indent=2) + "\n")
 
 
 def prepare_checkpoints(config: DictConfig) -> None:

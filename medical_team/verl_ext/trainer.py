@@ -22,9 +22,10 @@ from transfer_queue import KVBatchMeta
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
+from medical_team.checkpoint_folder import read_tracker
 from medical_team.game import game_metrics
 from medical_team.judge.outage import JudgeUnavailableError
-from medical_team.verl_ext.reliability.checkpoints import StepCommits, read_tracker
+from medical_team.verl_ext.reliability.checkpoints import StepCommits
 from medical_team.verl_ext.reliability.graceful_stop import honour_stop_request
 from medical_team.verl_ext.reliability.guards import NonFiniteGuard
 from medical_team.verl_ext.reliability.metrics_file import use_appending_file_logger

@@ -16,7 +16,7 @@ import pytest
 from packaging.requirements import Requirement
 
 from medical_team import probe
-from medical_team.cli.version import STACK
+from medical_team.stack import STACK
 
 REPO = Path(__file__).resolve().parents[2]
 LOCK = REPO / "docker" / "requirements-gpu.lock"

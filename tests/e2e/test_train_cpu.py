@@ -25,7 +25,8 @@ import torch
 from safetensors.torch import load_file
 from spec_names import ADVERSARIAL, GAME_MD_METRICS
 
-from medical_team.verl_ext.reliability.checkpoints import COMPLETE_MARKER, read_tracker
+from medical_team.checkpoint_folder import read_tracker
+from medical_team.verl_ext.reliability.checkpoints import COMPLETE_MARKER
 from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
 
 pytestmark = pytest.mark.e2e
