@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
@@ -166,32 +163,6 @@ def prepare_checkpoints(config: DictConfig) -> None:
     clear_stop_request(checkpoint_dir)
 
 
-@contextmanager
-def stop_on_signals_after_ray_init(config: DictConfig) -> Iterator[None]:
-    """While verl runs: once Ray is up, SIGTERM/SIGINT ask the trainer to save a checkpoint and stop.
-
-    `ray.init` installs its own SIGTERM handler (exit at once), and verl's `run_ppo` calls it, so
-    medplay's handler is installed right after that call returns.
-    """
-    import ray
-
-    from medical_team.verl_ext.reliability.graceful_stop import install_sigterm_handler
-
-    original_init = ray.init
-
-    @functools.wraps(original_init)
-    def init_then_install(*args: Any, **kwargs: Any) -> Any:
-        context = original_init(*args, **kwargs)
-        install_sigterm_handler(Path(config.trainer.default_local_dir), float(config.medplay.stop_grace_s))
-        return context
-
-    ray.init = init_then_install
-    try:
-        yield
-    finally:
-        ray.init = original_init
-
-
 def run_log_path(config: DictConfig) -> Path:
     """A new file for this run's full output: <medplay.output_dir>/logs/train-<UTC time>.log."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -235,19 +206,25 @@ def run_verl(config: DictConfig) -> None:
     from verl.utils.config import validate_config
     from verl.utils.device import auto_set_device
 
+    from medical_team.verl_ext.ray_start import start_ray
+    from medical_team.verl_ext.reliability.graceful_stop import install_sigterm_handler
+
     auto_set_device(config)
     validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     started_ray = not ray.is_initialized() and not os.environ.get("RAY_ADDRESS")
     say(f"medplay: Ray: {choose_ray_cluster(config)}")
-    say("medplay: starting verl's trainer (workers, FSDP2 engines, vLLM rollout server; about a minute on CPU)")
     try:
-        with stop_on_signals_after_ray_init(config):
-            if config.trainer.use_v1:
-                run_ppo(config, task_runner_class=TaskRunnerV1)
-            else:
-                from verl.trainer.main_ppo_v0 import TaskRunner
+        if not ray.is_initialized():
+            start_ray(config)  # run_ppo then skips its own ray.init
+        # After ray.init, which replaces the SIGTERM handler with one that exits at once.
+        install_sigterm_handler(Path(config.trainer.default_local_dir), float(config.medplay.stop_grace_s))
+        say("medplay: starting verl's trainer (workers, FSDP2 engines, vLLM rollout server; about a minute on CPU)")
+        if config.trainer.use_v1:
+            run_ppo(config, task_runner_class=TaskRunnerV1)
+        else:
+            from verl.trainer.main_ppo_v0 import TaskRunner
 
-                run_ppo(config, task_runner_class=TaskRunner)
+            run_ppo(config, task_runner_class=TaskRunner)
     finally:
         if started_ray:
             ray.shutdown()

@@ -47,9 +47,14 @@ def sample_metrics(batch: KVBatchMeta) -> dict[str, float]:
 class SelfPlayTrainer(PPOTrainerSync):
     """PPOTrainerSync that adds the game metrics to every step's metrics."""
 
-    # verl switches replay buffer, refill and resume behaviour on the literal mode name "sync";
-    # this trainer is that mode under its own registry name, so it always reports "sync".
-    trainer_mode = property(lambda self: "sync", lambda self, _value: None)
+    def __init__(self, config: Any) -> None:
+        """verl's sync trainer; `trainer.v1.trainer_mode` named this class, verl's code needs the mode it runs: sync.
+
+        verl switches replay buffer, refill and resume behaviour on the literal mode "sync" and reads
+        `trainer.v1.<mode>` for that mode's settings, so the config says "sync" from here on.
+        """
+        config.trainer.v1.trainer_mode = "sync"
+        super().__init__(config)
 
     def step(self, metrics: dict[str, Any], timing_raw: dict[str, Any]) -> KVBatchMeta:
         """verl's step; when it fails because the judge was down, raise that instead of verl's own error."""
