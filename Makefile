@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 PIP := $(PY) -m pip install -q --progress-bar off
 DEMO_DIR ?= build/demo
 
-.PHONY: env test demo lock clean
+.PHONY: env test test-fast demo lock clean
 
 env: $(STAMP)
 
@@ -25,6 +25,10 @@ $(STAMP): requirements/cpu.in requirements/cpu.lock requirements/cpu-nodeps.in p
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# Everything but the end-to-end runs and the slow tests (markers in pyproject.toml): a quick check while editing.
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not e2e and not slow"
 
 # Convert the bundled MEDEC data, then 3 real verl self-play steps on CPU with a tiny local model.
 demo: $(STAMP)

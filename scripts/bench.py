@@ -29,7 +29,7 @@ from typing import Any
 
 from bench_runs import run_sampled, summarise_metrics
 
-from medical_team.cli.version import stack_versions
+from medical_team.stack import stack_versions
 
 TARGET_RATIO = 2.2  # a game has two turns: at most about twice the single-turn step
 GEN_NOTE = (

@@ -65,24 +65,33 @@ def step_lines(metrics_file: Path) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Train, then print the per-step summary and where the checkpoint and the metrics file are."""
+    """Train, then print the per-step summary and where the checkpoint, the metrics file and the log are.
+
+    A failed run ends with one line on stderr naming its cause; the traceback is in the run's log.
+    """
     from medical_team.verl_ext.launch import train
     from medical_team.verl_ext.run_errors import one_line, run_stopping_cause
 
     report = Path(args.probe_report or os.environ.get(PROBE_REPORT_ENV) or DEFAULT_PROBE_REPORT)
+    overrides = with_profile(list(args.overrides), report)
+    print(f"medplay train: {' '.join(overrides)}", flush=True)
     try:
-        paths = train(with_profile(list(args.overrides), report))
-    except Exception as error:
+        paths = train(overrides, verbose=args.verbose)
+    except UserInputError:
+        raise
+    except Exception as error:  # noqa: BLE001 - one line naming the cause; the traceback is in the run's log
         cause = run_stopping_cause(error)
-        if cause is None:
-            raise
-        print(f"medplay train: stopped: {one_line(cause)}", file=sys.stderr)
+        if cause is not None:
+            print(f"medplay train: stopped: {one_line(cause)}", file=sys.stderr)
+        else:
+            print(f"medplay train: failed: {type(error).__name__}: {one_line(error)}", file=sys.stderr)
         return 1
     for line in step_lines(paths.metrics_file):
         print(line)
     step = paths.latest_step_file.read_text().strip() if paths.latest_step_file.is_file() else "none"
     print(f"checkpoints: {paths.checkpoint_dir} (latest step: {step})")
     print(f"metrics: {paths.metrics_file}")
+    print(f"log: {paths.log_file}")
     return 0
 
 
@@ -97,6 +106,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--probe-report", help=f"probe report to take the profile from (default: {DEFAULT_PROBE_REPORT})"
+    )
+    parser.add_argument(
+        "--verbose", action="store_true", help="stream the run's full log (verl, Ray, vLLM) to the terminal as well"
     )
     parser.add_argument("overrides", nargs="*", help="Hydra overrides (key=value)")
     parser.set_defaults(run=run)

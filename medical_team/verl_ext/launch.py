@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import os
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from medical_team.console import output_to_log, say
 from medical_team.errors import UserInputError
 
 CONFIG_MODULE = "medical_team.configs"
@@ -29,6 +28,7 @@ class RunPaths:
     checkpoint_dir: Path
     metrics_file: Path
     latest_step_file: Path
+    log_file: Path
 
 
 def available_profiles() -> list[str]:
@@ -72,9 +72,29 @@ def runtime_env_vars(config: DictConfig) -> dict[str, str]:
     return {str(key): str(value) for key, value in OmegaConf.to_container(env, resolve=True).items()}
 
 
+def apply_warning_filters(spec: str) -> None:
+    """Install the filters of a PYTHONWARNINGS value in this process (new processes read the variable themselves)."""
+    import builtins
+    import re
+    import warnings
+
+    for entry in filter(None, (item.strip() for item in spec.split(","))):
+        action, message, category, module = (entry.split(":") + [""] * 4)[:4]
+        found = getattr(builtins, category, None) if category else Warning
+        if not (isinstance(found, type) and issubclass(found, Warning)):
+            continue  # as Python does with an invalid -W option
+        warnings.filterwarnings(
+            action or "default",
+            message=re.escape(message),
+            category=found,
+            module=rf"{re.escape(module)}\Z" if module else "",
+        )
+
+
 def apply_environment(env: dict[str, str]) -> None:
     """Export the config's environment in this (driver) process and load verl external modules it names."""
     os.environ.update(env)
+    apply_warning_filters(env.get("PYTHONWARNINGS", ""))
     modules = env.get("VERL_USE_EXTERNAL_MODULES", "")
     if modules:
         # verl is already imported by Hydra's config search path, so its own import-time hook has run.
@@ -113,18 +133,19 @@ def prepare_model(config: DictConfig) -> None:
         from medical_team.verl_ext.tiny_model import build_tiny_model
 
         build_tiny_model(model_path)
+        say(f"medplay: built the tiny random model in {model_path}")
 
 
 def record_run(config: DictConfig) -> None:
-    """Write the composed config and the stack versions into the output folder."""
-    from medical_team.cli.version import stack_versions
+    """Write the composed config and what the run ran on (versions, image tag, git commit) into the output folder."""
+    from medical_team.stack import run_record
 
     output = Path(config.medplay.output_dir)
     output.mkdir(parents=True, exist_ok=True)
     # verl's file logger opens the metrics file without creating its folder.
     Path(config.medplay.metrics_file).parent.mkdir(parents=True, exist_ok=True)
     OmegaConf.save(config, output / "config.yaml")
-    (output / "versions.json").write_text(json.dumps(stack_versions(), indent=2) + "\n")
+    (output / "versions.json").write_text(json.dumps(run_record(), indent=2) + "\n")
 
 
 def prepare_checkpoints(config: DictConfig) -> None:
@@ -134,43 +155,28 @@ def prepare_checkpoints(config: DictConfig) -> None:
 
     checkpoint_dir = Path(config.trainer.default_local_dir)
     if config.trainer.resume_mode == "auto":
-        repair_tracker(checkpoint_dir)  # logs what it skipped or rewrote
+        repair = repair_tracker(checkpoint_dir)
+        for line in repair.messages():
+            say(f"medplay: {line}")
+        if repair.resume_step is not None:
+            say(f"medplay: resuming from {checkpoint_dir / f'global_step_{repair.resume_step}'}")
     clear_stop_request(checkpoint_dir)
 
 
-@contextmanager
-def stop_on_signals_after_ray_init(config: DictConfig) -> Iterator[None]:
-    """While verl runs: once Ray is up, SIGTERM/SIGINT ask the trainer to save a checkpoint and stop.
-
-    `ray.init` installs its own SIGTERM handler (exit at once), and verl's `run_ppo` calls it, so
-    medplay's handler is installed right after that call returns.
-    """
-    import ray
-
-    from medical_team.verl_ext.reliability.graceful_stop import install_sigterm_handler
-
-    original_init = ray.init
-
-    @functools.wraps(original_init)
-    def init_then_install(*args: Any, **kwargs: Any) -> Any:
-        context = original_init(*args, **kwargs)
-        install_sigterm_handler(Path(config.trainer.default_local_dir), float(config.medplay.stop_grace_s))
-        return context
-
-    ray.init = init_then_install
-    try:
-        yield
-    finally:
-        ray.init = original_init
+def run_log_path(config: DictConfig) -> Path:
+    """A new file for this run's full output: <medplay.output_dir>/logs/train-<UTC time>.log."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return Path(config.medplay.output_dir) / "logs" / f"train-{stamp}.log"
 
 
-def run_paths(config: DictConfig) -> RunPaths:
-    """Checkpoint folder, metrics file and verl's tracker file of this config."""
+def run_paths(config: DictConfig, log_file: Path) -> RunPaths:
+    """Checkpoint folder, metrics file and verl's tracker file of this config, and the run's log."""
     checkpoint_dir = Path(config.trainer.default_local_dir)
     return RunPaths(
         checkpoint_dir=checkpoint_dir,
         metrics_file=Path(config.medplay.metrics_file),
         latest_step_file=checkpoint_dir / "latest_checkpointed_iteration.txt",
+        log_file=log_file,
     )
 
 
@@ -200,26 +206,38 @@ def run_verl(config: DictConfig) -> None:
     from verl.utils.config import validate_config
     from verl.utils.device import auto_set_device
 
+    from medical_team.verl_ext.ray_start import start_ray
+    from medical_team.verl_ext.reliability.graceful_stop import install_sigterm_handler
+
     auto_set_device(config)
     validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     started_ray = not ray.is_initialized() and not os.environ.get("RAY_ADDRESS")
-    print(f"medplay: Ray: {choose_ray_cluster(config)}")
+    say(f"medplay: Ray: {choose_ray_cluster(config)}")
     try:
-        with stop_on_signals_after_ray_init(config):
-            if config.trainer.use_v1:
-                run_ppo(config, task_runner_class=TaskRunnerV1)
-            else:
-                from verl.trainer.main_ppo_v0 import TaskRunner
+        if not ray.is_initialized():
+            start_ray(config)  # run_ppo then skips its own ray.init
+        # After ray.init, which replaces the SIGTERM handler with one that exits at once.
+        install_sigterm_handler(Path(config.trainer.default_local_dir), float(config.medplay.stop_grace_s))
+        say("medplay: starting verl's trainer (workers, FSDP2 engines, vLLM rollout server; about a minute on CPU)")
+        if config.trainer.use_v1:
+            run_ppo(config, task_runner_class=TaskRunnerV1)
+        else:
+            from verl.trainer.main_ppo_v0 import TaskRunner
 
-                run_ppo(config, task_runner_class=TaskRunner)
+            run_ppo(config, task_runner_class=TaskRunner)
     finally:
         if started_ray:
             ray.shutdown()
 
 
-def train(overrides: Sequence[str]) -> RunPaths:
-    """Compose the config, prepare inputs, train with verl, and return where the outputs are."""
+def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
+    """Compose the config, prepare inputs, train with verl, and return where the outputs are.
+
+    The run's full output goes to a log file in the run folder (also to the terminal with `verbose`);
+    the terminal gets the stages and one line per step.
+    """
     from medical_team.verl_ext.judge_run import check_judge, record_judge
+    from medical_team.verl_ext.progress import StepProgress
     from medical_team.verl_ext.served_judge import serve_judge
     from medical_team.verl_ext.settings import settings_from_trainer_config
     from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
@@ -228,16 +246,27 @@ def train(overrides: Sequence[str]) -> RunPaths:
     settings = settings_from_trainer_config(config)  # every problem of the `medplay:` section at once, before Ray
     check_data(config)
     check_judge(settings.judge)
-    apply_environment(runtime_env_vars(config))
-    prepare_model(config)
-    check_model(config)
-    segments_before = shm_segments()
+    paths = run_paths(config, run_log_path(config))
+    say(f"medplay: full log: {paths.log_file}" + ("" if verbose else " (`medplay train --verbose` streams it)"))
     try:
-        with serve_judge(config, settings.judge):  # the `vllm` judge's server, before Ray and stopped after it
-            record_run(config)
-            record_judge(config)
-            prepare_checkpoints(config)
-            run_verl(config)
-    finally:
-        remove_orphaned_segments(segments_before)
-    return run_paths(config)
+        with output_to_log(paths.log_file, stream=verbose):
+            apply_environment(runtime_env_vars(config))
+            prepare_model(config)
+            check_model(config)
+            segments_before = shm_segments()
+            try:
+                with serve_judge(config, settings.judge):  # the `vllm` judge's server, before Ray and stopped after it
+                    record_run(config)
+                    record_judge(config)
+                    prepare_checkpoints(config)
+                    with StepProgress(paths.metrics_file, config.trainer.total_training_steps):
+                        run_verl(config)
+            finally:
+                remove_orphaned_segments(segments_before)
+    except UserInputError:
+        raise
+    except Exception:
+        say(f"medplay: training failed; full log: {paths.log_file}")
+        raise
+    return paths
+

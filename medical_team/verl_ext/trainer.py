@@ -24,10 +24,11 @@ from transfer_queue import KVBatchMeta
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
+from medical_team.checkpoint_folder import read_tracker
 from medical_team.game import game_metrics
 from medical_team.judge.gold_probe import GoldFloor
 from medical_team.judge.outage import JudgeUnavailableError
-from medical_team.verl_ext.reliability.checkpoints import StepCommits, read_tracker
+from medical_team.verl_ext.reliability.checkpoints import StepCommits
 from medical_team.verl_ext.reliability.graceful_stop import honour_stop_request
 from medical_team.verl_ext.reliability.guards import NonFiniteGuard
 from medical_team.verl_ext.reliability.metrics_file import use_appending_file_logger
@@ -51,9 +52,14 @@ def sample_metrics(batch: KVBatchMeta) -> dict[str, float]:
 class SelfPlayTrainer(PPOTrainerSync):
     """PPOTrainerSync that adds the game metrics to every step's metrics."""
 
-    # verl switches replay buffer, refill and resume behaviour on the literal mode name "sync";
-    # this trainer is that mode under its own registry name, so it always reports "sync".
-    trainer_mode = property(lambda self: "sync", lambda self, _value: None)
+    def __init__(self, config: Any) -> None:
+        """verl's sync trainer; `trainer.v1.trainer_mode` named this class, verl's code needs the mode it runs: sync.
+
+        verl switches replay buffer, refill and resume behaviour on the literal mode "sync" and reads
+        `trainer.v1.<mode>` for that mode's settings, so the config says "sync" from here on.
+        """
+        config.trainer.v1.trainer_mode = "sync"
+        super().__init__(config)
 
     def step(self, metrics: dict[str, Any], timing_raw: dict[str, Any]) -> KVBatchMeta:
         """verl's step; when it fails because the judge was down or every game tied, raise that instead."""

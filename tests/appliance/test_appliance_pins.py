@@ -1,12 +1,16 @@
 """One source of truth for the GPU image's versions: docker/requirements-gpu.lock.
 
-The Dockerfile's defaults, docs/appliance.md, the probe's CUDA figures, `medplay version`'s stack, the
-package's own verl/transformers requirements and `make build`'s tag must all agree with the lock.
+The lock must pin verl's own GPU stack, read from the installed verl's package metadata (the exact
+pins of its `vllm` and flash-attn extras, and the CUDA version in the flash-attn extra's name), and
+the same verl as the CPU environment. The Dockerfile's defaults, docs/appliance.md, the probe's CUDA
+figures, `medplay version`'s stack, the package's own verl/transformers requirements and `make
+build`'s tag must all agree with the lock.
 Run: .venv/bin/python -m pytest -q tests/appliance/test_appliance_pins.py
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import re
 import subprocess
 import tomllib
@@ -14,22 +18,34 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
 
 from medical_team import probe
-from medical_team.cli.version import STACK
+from medical_team.stack import STACK
 
 REPO = Path(__file__).resolve().parents[2]
 LOCK = REPO / "docker" / "requirements-gpu.lock"
-# What the image must pin (verl 0.9.1's own GPU stack): name in the lock -> expected version.
-REQUIRED = {
-    "CUDA_IMAGE": "nvidia/cuda:13.0.2-devel-ubuntu24.04",
-    "PYTHON_VERSION": "3.12",
-    "torch": "2.11.0",
-    "vllm": "0.24.0",
-    "flash-attn": "2.8.3",
-    "verl": "0.9.1",
-    "transformers": "5.9.0",
-}
+# Packages of verl's GPU stack whose versions the image takes from verl's `vllm` extra.
+VERL_VLLM_EXTRA_PACKAGES = ("torch", "vllm", "transformers")
+# Keys the lock, and docs/appliance.md's stack table, must name.
+PINNED = ("CUDA_IMAGE", "PYTHON_VERSION", "verl", "flash-attn", *VERL_VLLM_EXTRA_PACKAGES)
+
+
+def verl_gpu_stack() -> dict[str, str]:
+    """verl's own GPU stack from the installed verl's metadata: the vllm extra's pins, flash-attn's, and its CUDA."""
+    stack = {"verl": importlib.metadata.version("verl")}
+    for requirement in map(Requirement, importlib.metadata.requires("verl") or []):
+        extra = re.search(r'extra == "([^"]+)"', str(requirement.marker or ""))
+        if extra is None or len(requirement.specifier) != 1:
+            continue
+        (pin,) = requirement.specifier
+        if extra.group(1) == "vllm" and requirement.name in VERL_VLLM_EXTRA_PACKAGES:
+            stack[requirement.name] = pin.version
+        elif requirement.name == "flash-attn" and (cuda := re.search(r"-cu(\d+)(\d)torch", extra.group(1))):
+            stack["flash-attn"] = pin.version
+            stack["cuda"] = f"{cuda.group(1)}.{cuda.group(2)}"
+    assert set(stack) == {"verl", "cuda", "flash-attn", *VERL_VLLM_EXTRA_PACKAGES}, stack
+    return stack
 
 
 def lock_pins() -> dict[str, str]:
@@ -54,10 +70,13 @@ def doc_stack_table() -> dict[str, str]:
     return dict(rows)
 
 
-def test_the_lock_pins_the_stack_exactly():
-    pins = lock_pins()
-    for name, version in REQUIRED.items():
-        assert pins[name] == version, name
+def test_the_lock_pins_verls_own_gpu_stack_exactly():
+    pins, stack = lock_pins(), verl_gpu_stack()
+    for name in ("verl", "flash-attn", *VERL_VLLM_EXTRA_PACKAGES):
+        assert pins[name] == stack[name], f"the lock pins {name} {pins[name]}, verl {stack['verl']} wants {stack[name]}"
+    assert re.fullmatch(rf"nvidia/cuda:{re.escape(stack['cuda'])}\.\d+-devel-ubuntu\d+\.\d+", pins["CUDA_IMAGE"])
+    requires_python = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert SpecifierSet(requires_python).contains(pins["PYTHON_VERSION"])
     for name in ("ray", "supervisor", "wandb", "TransferQueue", "tensordict"):
         assert name in pins, name
 
@@ -74,7 +93,7 @@ def test_dockerfile_defaults_match_the_lock():
 
 def test_docs_table_matches_the_lock():
     table, pins = doc_stack_table(), lock_pins()
-    assert set(REQUIRED) | {"ray", "supervisor", "wandb", "TransferQueue"} <= set(table)
+    assert set(PINNED) | {"ray", "supervisor", "wandb", "TransferQueue"} <= set(table)
     for name, version in table.items():
         assert pins[name] == version, f"docs/appliance.md says {name} {version}, the lock {pins[name]}"
 

@@ -38,14 +38,22 @@ def supervisord_log(appliance) -> str:
     return appliance.log("supervisor", "supervisord.log")
 
 
+def full_train_log(appliance) -> str:
+    """The run's full log (verl, Ray, vLLM output), named on the train step's console by `medplay: full log: PATH`."""
+    found = re.findall(r"^medplay: full log: (\S+)", appliance.log("pipeline", "train.log"), flags=re.MULTILINE)
+    assert len(found) == 1, appliance.log("pipeline", "train.log")
+    assert found[0].startswith(f"{appliance.checkpoints}/logs/train-"), found[0]
+    return Path(found[0]).read_text()
+
+
 def assert_trainer_joined(appliance, address: str) -> None:
     """The train step connected to the Ray cluster at `address` instead of starting one."""
-    train_log = appliance.log("pipeline", "train.log")
-    assert f"medplay: Ray: {address}" in train_log
+    assert f"medplay: Ray: {address}" in appliance.log("pipeline", "train.log")
     # Ray logs the node's own IP for the same GCS port.
     port = address.rsplit(":", 1)[1]
-    assert re.search(rf"Connecting to existing Ray cluster at address: [\d.]+:{port}\b", train_log)
-    assert "Started a local Ray instance" not in train_log
+    full_log = full_train_log(appliance)
+    assert re.search(rf"Connecting to existing Ray cluster at address: [\d.]+:{port}\b", full_log)
+    assert "Started a local Ray instance" not in full_log
 
 
 def test_broken_csv_stops_the_pipeline_with_the_converters_message(appliance):

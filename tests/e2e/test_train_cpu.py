@@ -25,7 +25,8 @@ import torch
 from safetensors.torch import load_file
 from spec_names import ADVERSARIAL, GAME_MD_METRICS
 
-from medical_team.verl_ext.reliability.checkpoints import COMPLETE_MARKER, read_tracker
+from medical_team.checkpoint_folder import read_tracker
+from medical_team.verl_ext.reliability.checkpoints import COMPLETE_MARKER
 from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
 
 pytestmark = pytest.mark.e2e
@@ -36,7 +37,7 @@ TRAIN_TIMEOUT_S = 480
 KILLED_RUN_STEPS = 3  # asked for, never finished: SIGKILL arrives once step KILL_AFTER_SAVE_OF is saved
 KILL_AFTER_SAVE_OF = 2
 FINAL_STEPS = 4
-
+CONSOLE_LINE_LIMIT = 60  # the console shows stages, progress and the summary; the rest goes to the run's log
 
 
 def train_command(root: Path, steps: int, *overrides: str) -> list[str]:
@@ -105,12 +106,20 @@ def metrics_by_step(root: Path) -> dict[int, dict[str, float]]:
     return {record["step"]: record["data"] for record in map(json.loads, filter(None, lines))}
 
 
+def full_log(console: str) -> str:
+    """The run log that `medplay train` named on its console (`log: PATH`)."""
+    paths = [line.removeprefix("log: ") for line in console.splitlines() if line.startswith("log: ")]
+    assert len(paths) == 1, console[-3000:]
+    return Path(paths[0]).read_text()
+
+
 @dataclass(frozen=True)
 class Runs:
-    """The run folder, the killed first run, and the log of the resumed second run."""
+    """The run folder, the killed first run, and the console and full log of the resumed second run."""
 
     root: Path
     killed: KilledRun
+    resumed_console: str
     resumed_log: str
 
 
@@ -123,7 +132,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     subprocess.run([MEDPLAY, "convert", "--output", str(root / "data")], check=True, capture_output=True, timeout=300)
     killed = train_and_kill(root, KILLED_RUN_STEPS, after_save_of=KILL_AFTER_SAVE_OF)
     resumed = train(root, FINAL_STEPS, "trainer.resume_mode=auto")
-    return Runs(root, killed, resumed.stdout + resumed.stderr)
+    return Runs(root, killed, resumed.stdout + resumed.stderr, full_log(resumed.stdout))
 
 
 @pytest.fixture(scope="module")
@@ -178,6 +187,18 @@ def test_resume_continues_from_the_saved_step(runs: Runs) -> None:
     assert "step:1 -" not in runs.resumed_log, "the resumed run started again from step 1"
     assert f"step:{KILL_AFTER_SAVE_OF} -" not in runs.resumed_log, "the resumed run repeated a saved step"
     assert read_tracker(runs.root / "checkpoints") == FINAL_STEPS
+
+
+def test_console_is_short_and_ends_with_the_summary_and_paths(runs: Runs) -> None:
+    lines = runs.resumed_console.splitlines()
+    assert len(lines) < CONSOLE_LINE_LIMIT, runs.resumed_console
+    assert f"step {KILL_AFTER_SAVE_OF + 1}/{FINAL_STEPS} [" in runs.resumed_console  # the progress line
+    for line, step in zip(lines[-FINAL_STEPS - 3 : -3], range(1, FINAL_STEPS + 1), strict=True):
+        assert line.startswith(f"step {step}: timing_s/step="), line
+    assert lines[-3].startswith(f"checkpoints: {runs.root / 'checkpoints'} (latest step: {FINAL_STEPS})")
+    assert lines[-2] == f"metrics: {runs.root / 'checkpoints' / 'metrics.jsonl'}"
+    assert lines[-1].startswith(f"log: {runs.root / 'logs'}/train-")
+    assert "Traceback" not in runs.resumed_console and "WARNING" not in runs.resumed_console
 
 
 def test_metrics_file_keeps_the_steps_logged_before_the_kill(runs: Runs) -> None:

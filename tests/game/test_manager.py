@@ -77,6 +77,7 @@ def check_batch(batch: GameBatch, seeds: list[GameSeed]) -> None:
         assert e.category is batch.games[e.game_index].seed.category
 
 
+@pytest.mark.slow
 def test_tiny_model_plays_sixteen_games_with_the_rules_judge(tiny_model_dir: Path, seeds: list[GameSeed]) -> None:
     generator = RecordingGenerator(
         HFGenerator.from_pretrained(str(tiny_model_dir), SamplingSettings(max_new_tokens=24))
@@ -93,6 +94,7 @@ def test_tiny_model_plays_sixteen_games_with_the_rules_judge(tiny_model_dir: Pat
     assert all(e.reward <= 0 for e in batch.experiences)
 
 
+@pytest.mark.slow
 def test_tiny_model_judge_cannot_parse_so_games_tie_and_are_removed(
     tiny_model_dir: Path, seeds: list[GameSeed]
 ) -> None:
@@ -152,6 +154,7 @@ def test_greedy_batched_generation_equals_one_at_a_time(tiny_model_dir: Path) ->
     assert generator.generate(prompts) == [generator.generate([p])[0] for p in prompts]
 
 
+@pytest.mark.slow
 def test_sampling_is_reproducible_with_a_seed(tiny_model_dir: Path, tiny_qwen3_dir: Path) -> None:
     prompts = [assessor_messages("The patient has a rash.")] * 3
     for path in (tiny_model_dir, tiny_qwen3_dir):

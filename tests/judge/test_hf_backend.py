@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,18 @@ from medical_team.judge.model_judge import ModelJudge
 from medical_team.judge.prompt import judge_messages
 from medical_team.judge.scorer import JudgeScorer
 from medical_team.verl_ext.tiny_model import TinyModelSpec, build_tiny_model
+
+pytestmark = pytest.mark.slow
+
+READY_TIMEOUT_S = 60.0  # loading the tiny model takes about a second; generous for a loaded machine
+
+
+def wait_until_ready(url: str, timeout_s: float = READY_TIMEOUT_S) -> None:
+    """Poll the server's /ready every 0.1 s until it answers 200; fail with its last answer after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while (response := HTTP.get(f"{url}/ready")).status_code != 200:
+        assert time.monotonic() < deadline, f"/ready after {timeout_s} s: {response.status_code} {response.text}"
+        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +68,7 @@ def test_random_model_output_becomes_parse_error_ties(hf_judge: ModelJudge, seed
 
 def test_server_with_hf_backend(serve, hf_judge: ModelJudge, harmful: GameSeed) -> None:
     url = serve(create_app(ServerSettings(), JudgeScorer(lambda: hf_judge))).url
-    for _ in range(100):
-        if HTTP.get(f"{url}/ready").status_code == 200:
-            break
+    wait_until_ready(url)
     response = HTTP.post(f"{url}/v1/judge", json=wire([make_request(harmful, reworded(harmful))]), timeout=60)
     assert response.status_code == 200
     verdict = response.json()["verdicts"][0]

@@ -6,12 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from medical_team.checkpoint_folder import TRACKER_NAME, read_tracker
 from medical_team.verl_ext.reliability.checkpoints import (
     COMPLETE_MARKER,
-    TRACKER_NAME,
     StepCommits,
     mark_complete,
-    read_tracker,
     repair_tracker,
     write_atomically,
 )

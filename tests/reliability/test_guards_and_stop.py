@@ -94,14 +94,25 @@ def test_sigterm_after_grace_period_exits_143(tmp_path: Path) -> None:
     assert proc.wait(timeout=30) == 143
 
 
-def test_verl_tracking_appends_to_the_metrics_file_across_restarts(tmp_path: Path, monkeypatch) -> None:
+def test_verl_tracking_appends_to_the_metrics_file_across_restarts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from verl.utils import tracking
     from verl.utils.tracking import Tracking
 
     path = tmp_path / "metrics.jsonl"
     monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(path))
+    # use_appending_file_logger swaps a verl module attribute; monkeypatch puts verl's own class back afterwards.
+    monkeypatch.setattr(tracking, "FileLogger", tracking.FileLogger)
     use_appending_file_logger()
     for step in (1, 2):  # two "runs" with the same path, as after a restart
         tracker = Tracking(project_name="p", experiment_name="e", default_backend=["file"])
         tracker.log({"assessor/accuracy": 0.5}, step=step)
         tracker.logger["file"].finish()
     assert [json.loads(line)["step"] for line in path.read_text().splitlines()] == [1, 2]
+
+
+def test_the_appending_logger_does_not_outlive_the_test_that_installed_it() -> None:
+    from verl.utils import tracking
+
+    from medical_team.verl_ext.reliability.metrics_file import AppendingFileLogger
+
+    assert tracking.FileLogger is not AppendingFileLogger

@@ -24,6 +24,8 @@ from medical_team.game import metric_names
 from medical_team.game.dataset import game_row
 from medical_team.vocab import Category, Role
 
+pytestmark = pytest.mark.slow
+
 ASSESSOR_REPLY = "The note reads as consistent. </think> <answer> verdict: NO_ERROR </answer>"
 GLOBAL_STEP = 1
 

@@ -11,16 +11,15 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-TRACKER_NAME = "latest_checkpointed_iteration.txt"  # verl's name; its resume logic reads it
+from medical_team.checkpoint_folder import TRACKER_NAME, read_tracker, step_dirs
+
 COMPLETE_MARKER = "medplay_complete.json"  # written into global_step_N after verl's save returned
 DATALOADER_STATE = "data.pt"  # verl writes it last-but-one, after the actor shards
 
-_STEP_DIR = re.compile(r"^global_step_(\d+)$")
 log = logging.getLogger(__name__)
 
 
@@ -34,29 +33,9 @@ def write_atomically(path: Path, text: str) -> None:
     os.replace(tmp.name, path)
 
 
-def step_dirs(root: Path) -> dict[int, Path]:
-    """The `global_step_N` folders under a checkpoint root, by step."""
-    if not root.is_dir():
-        return {}
-    found = {}
-    for child in root.iterdir():
-        match = _STEP_DIR.match(child.name)
-        if match and child.is_dir():
-            found[int(match.group(1))] = child
-    return found
-
-
 def mark_complete(step_dir: Path, step: int) -> None:
     """Record that the checkpoint in `step_dir` was fully written."""
     write_atomically(step_dir / COMPLETE_MARKER, json.dumps({"global_step": step}))
-
-
-def read_tracker(root: Path) -> int | None:
-    """The step the tracker names, or None when it is missing, empty or unreadable."""
-    try:
-        return int((root / TRACKER_NAME).read_text().strip())
-    except (OSError, ValueError):
-        return None
 
 
 def is_complete(step_dir: Path, *, named_by_tracker: bool) -> bool:

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from medical_team.console import say
+
 STOP_FILE = "medplay_stop_requested"
 EXIT_AFTER_GRACE = 143  # 128 + SIGTERM
 log = logging.getLogger(__name__)
@@ -42,8 +44,7 @@ def install_sigterm_handler(checkpoint_root: Path, grace_period_s: float) -> Non
 
     def handle(signum: int, _frame: Any) -> None:
         name = signal.Signals(signum).name
-        print(f"medplay: {name} received: saving a checkpoint and stopping (grace period {grace_period_s:.0f} s)",
-              flush=True)
+        say(f"medplay: {name} received: saving a checkpoint and stopping (grace period {grace_period_s:.0f} s)")
         request_stop(checkpoint_root, name)
         timer = threading.Timer(grace_period_s, _exit_after_grace, args=(grace_period_s,))
         timer.daemon = True
@@ -54,7 +55,7 @@ def install_sigterm_handler(checkpoint_root: Path, grace_period_s: float) -> Non
 
 
 def _exit_after_grace(grace_period_s: float) -> None:
-    print(f"medplay: training did not stop within {grace_period_s:.0f} s of the stop request; exiting", flush=True)
+    say(f"medplay: training did not stop within {grace_period_s:.0f} s of the stop request; exiting", err=True)
     os._exit(EXIT_AFTER_GRACE)
 
 

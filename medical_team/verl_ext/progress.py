@@ -1,0 +1,82 @@
+"""One console line per training step with its key numbers, read from the metrics JSONL as verl's file logger writes it.
+
+Only records appended after the watcher started are shown, so a resumed run does not repeat the
+steps an earlier run logged.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from medical_team.console import say
+
+# (metric, format) shown after the bar; the per-step summary after training shows more.
+KEY_METRICS = (
+    ("timing_s/step", "{:.1f} s"),
+    ("assessor/accuracy", "assessor acc {:.2f}"),
+    ("attacker/success_rate", "attacker success {:.2f}"),
+    ("game/tie_rate", "ties {:.2f}"),
+    ("actor/pg_loss", "pg_loss {:.3g}"),
+)
+BAR_WIDTH = 20
+
+
+def progress_line(step: int, total: int | None, data: dict[str, float]) -> str:
+    """`step 2/3 [#############-------]  4.3 s  assessor acc 0.50 ...` for one logged step."""
+    if total:
+        filled = min(BAR_WIDTH, round(BAR_WIDTH * step / total))
+        head = f"step {step}/{total} [{'#' * filled}{'-' * (BAR_WIDTH - filled)}]"
+    else:
+        head = f"step {step}"
+    numbers = [fmt.format(data[name]) for name, fmt in KEY_METRICS if isinstance(data.get(name), int | float)]
+    return "  ".join([head, *numbers])
+
+
+class StepProgress:
+    """Context manager: while active, a thread says a progress line for each step appended to `metrics_file`."""
+
+    def __init__(self, metrics_file: Path, total_steps: int | None, poll_s: float = 1.0) -> None:
+        self.metrics_file = metrics_file
+        self.total_steps = total_steps
+        self.poll_s = poll_s
+        self._offset = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="medplay-progress", daemon=True)
+
+    def __enter__(self) -> Self:
+        self._offset = self.metrics_file.stat().st_size if self.metrics_file.is_file() else 0
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self.poll()  # steps logged between the last poll and the end of training
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.poll_s):
+            self.poll()
+
+    def poll(self) -> None:
+        """Say a line for every complete record appended since the last poll."""
+        try:
+            with self.metrics_file.open("rb") as handle:
+                handle.seek(self._offset)
+                chunk = handle.read()
+        except FileNotFoundError:
+            return
+        complete = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written waits for the next poll
+        self._offset += len(complete)
+        for line in complete.decode("utf-8", errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+                step, data = int(record["step"]), record["data"]
+            except (ValueError, KeyError, TypeError):
+                continue  # not a metrics record; the metrics file itself is checked elsewhere
+            say(progress_line(step, self.total_steps, data))

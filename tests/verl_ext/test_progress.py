@@ -1,0 +1,43 @@
+"""`StepProgress`: one console line per step appended to the metrics JSONL while training runs."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from medical_team.verl_ext.progress import StepProgress, progress_line
+
+
+def record(step: int, **data: float) -> str:
+    """One line as verl's file logger writes it."""
+    return json.dumps({"step": step, "data": data}) + "\n"
+
+
+def test_progress_line_has_bar_and_key_numbers() -> None:
+    line = progress_line(2, 4, {"timing_s/step": 4.26, "assessor/accuracy": 0.5, "game/tie_rate": 0.0, "x": 1.0})
+    assert line == "step 2/4 [##########----------]  4.3 s  assessor acc 0.50  ties 0.00"
+    assert progress_line(7, None, {}) == "step 7"
+
+
+def test_only_steps_appended_after_the_start_are_shown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text(record(1, **{"timing_s/step": 9.0}))  # an earlier run's step (resume)
+    with StepProgress(metrics, total_steps=3, poll_s=0.05), metrics.open("a") as handle:
+        handle.write(record(2, **{"timing_s/step": 2.0}))
+        handle.flush()
+        time.sleep(0.3)
+        handle.write(record(3, **{"timing_s/step": 3.0})[:10])  # a line still being written
+        handle.flush()
+        time.sleep(0.3)
+        assert capsys.readouterr().out.splitlines() == ["step 2/3 [#############-------]  2.0 s"]
+        handle.write(record(3, **{"timing_s/step": 3.0})[10:])
+    assert capsys.readouterr().out.splitlines() == ["step 3/3 [####################]  3.0 s"]
+
+
+def test_a_missing_metrics_file_shows_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with StepProgress(tmp_path / "absent.jsonl", total_steps=None, poll_s=0.05):
+        time.sleep(0.1)
+    assert capsys.readouterr().out == ""
