@@ -6,7 +6,6 @@ Decoding is greedy, so a model's benchmark score is reproducible.
 from __future__ import annotations
 
 import importlib.util
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,14 +47,6 @@ def choose_backend(requested: str) -> str:
     return "vllm" if importlib.util.find_spec("vllm") is not None and gpu_available() else "transformers"
 
 
-def cpu_engine_options() -> dict[str, str]:
-    """On CPU, run vLLM's engine core and worker in this process: on a few cores, processes polling each other starve."""
-    if gpu_available():
-        return {}
-    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-    return {"distributed_executor_backend": "uni"}
-
-
 class VLLMGenerator:
     """Greedy generation with vLLM's offline engine; prompts rendered like the game renders them."""
 
@@ -63,7 +54,7 @@ class VLLMGenerator:
         from vllm import LLM, SamplingParams
 
         self.settings = settings
-        self.llm = LLM(model=str(model), max_num_seqs=settings.batch_size, seed=0, **cpu_engine_options())
+        self.llm = LLM(model=str(model), max_num_seqs=settings.batch_size, seed=0)
         self.tokenizer = self.llm.get_tokenizer()
         self.params = SamplingParams(temperature=0.0, max_tokens=settings.max_new_tokens)
 
