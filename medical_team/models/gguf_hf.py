@@ -3,8 +3,8 @@
 Weights: transformers' own GGUF loader (`gguf_file=`) dequantises them and undoes llama.cpp's q/k
 permutation. Tokenizer: rebuilt here from the GGUF vocabulary and merges, because transformers'
 GGUF llama tokenizer converter takes the eos token from `bos_token_id` (it gives SmolLM2
-`<|im_start|>`) and drops the digit splitting of the original pre-tokenizer (about 25 s on 2 cores
-against 1 s here). The eos and pad tokens are set explicitly in tokenizer, config and generation config.
+`<|im_start|>`) and drops the digit splitting of the original pre-tokenizer. The eos and pad
+tokens are set explicitly in tokenizer, config and generation config.
 """
 
 from __future__ import annotations

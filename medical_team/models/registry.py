@@ -58,8 +58,8 @@ MODELS: dict[str, PreparableModel] = {
                 sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
                 licence="Apache-2.0",
             ),
-            # The GGUF's metadata makes <|im_start|> the eos token (as transformers reads it); ChatML ends turns with
-            # <|im_end|>, and a pad distinct from eos keeps eos from being masked as padding in training.
+            # transformers' GGUF tokenizer converter reads eos from bos_token_id (<|im_start|>) and the GGUF's pad is
+            # its eos; ChatML ends turns with <|im_end|>, and a pad distinct from eos keeps eos out of the padding mask.
             tokens=SpecialTokens(eos="<|im_end|>", pad="<|endoftext|>"),
         ),
     )
