@@ -3,6 +3,7 @@
 #   ./install.sh --target DIR [--python PY]   # into a folder put first on PYTHONPATH (onto-torch: the host keeps its torch)
 #   ./install.sh --venv DIR [--python PY]     # into a new venv (the full flavour: torch included)
 #   ./install.sh --verify-only                # join split parts and check SHA256SUMS, install nothing
+#   --no-compile: no .pyc files at install time (less CPU now, slower first imports)
 # A split wheelhouse: put every part-NN folder side by side and run part-01/install.sh; chunks are joined first
 # (into PARTS/assembled, or --work DIR). Then it checks every sha256, installs every wheel with --no-deps,
 # runs pip check (problems of the wheelhouse's own packages fail; the host's other packages only warn) and
@@ -15,8 +16,9 @@ target=""
 venv=""
 work=""
 verify_only=0
+compile=--compile
 
-usage() { sed -n '2,5p' "$0" >&2; exit 2; }
+usage() { sed -n '2,6p' "$0" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
     case "$1" in
         --target) target="$2"; shift 2 ;;
@@ -24,6 +26,7 @@ while [[ $# -gt 0 ]]; do
         --python) python="$2"; shift 2 ;;
         --work) work="$2"; shift 2 ;;
         --verify-only) verify_only=1; shift ;;
+        --no-compile) compile=--no-compile; shift ;;
         *) usage ;;
     esac
 done
@@ -104,7 +107,7 @@ fi
 
 # 3. Install every wheel without dependencies: the wheelhouse is the resolved set (plus the host's torch).
 mapfile -t files < <(cut -d' ' -f3 "${here}/SHA256SUMS" | sed "s|^|${wheels}/|")
-pip_install=(-m pip install --no-index --no-deps --disable-pip-version-check --no-warn-script-location -q)
+pip_install=(-m pip install --no-index --no-deps --disable-pip-version-check --no-warn-script-location -q "${compile}")
 if [[ -n "${venv}" ]]; then
     "${python}" -m venv "${venv}"
     python="${venv}/bin/python"
@@ -149,9 +152,10 @@ for line in open(sys.argv[2]).read().splitlines():
 sys.exit(1 if failures else 0)
 EOF
 
-# 5. The stack imports from the installed wheels.
+# 5. The stack imports from the installed wheels (from a neutral folder: a checkout in the current one would win).
 # shellcheck disable=SC1090
 (source "${env_file}"
+ cd /
  "${run[@]}" - "${here}/manifest.json" <<'EOF'
 import json, sys
 import ray, torch, transformers, verl, vllm

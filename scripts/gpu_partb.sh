@@ -33,19 +33,24 @@ use_site() {
 install() {
     bash "${parts}/part-01/install.sh" --target "${site}" --python python3 --work "${work}/assembled" \
         2>&1 | tee "${out}/install.log"
-    # The project as it is in this working tree now (the wheelhouse's medical_team wheel may be older).
+    use_site
+    # The project as it is in this working tree now (the wheelhouse's medical_team wheel may be older),
+    # built with the wheelhouse's setuptools.
     rm -rf "${work}/project-wheel"
     python3 -m pip wheel -q --no-deps --no-build-isolation --no-index -w "${work}/project-wheel" "${repo}"
     python3 -m pip install -q --no-deps --no-index --upgrade --target "${site}" "${work}"/project-wheel/*.whl
     rm -rf "${repo}/build/lib" "${repo}/build/bdist.linux-x86_64"
-    use_site
-    medplay version | tee -a "${out}/install.log"
+    (cd / && medplay version) | tee -a "${out}/install.log"
 }
 
 probe() {
     use_site
     nvidia-smi | tee "${out}/nvidia-smi.txt"
-    medplay probe --output "${out}/probe.json" | tee "${out}/probe.txt"
+    # Exit 3 is a refusal with its reasons in the table (without flash-attn the probe refuses GPU profiles).
+    local status=0
+    medplay probe --output "${out}/probe.json" > "${out}/probe.txt" 2>&1 || status=$?
+    cat "${out}/probe.txt"
+    echo "gpu_partb: medplay probe exit status ${status}"
 }
 
 prepare() {

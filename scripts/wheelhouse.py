@@ -68,6 +68,8 @@ LEFT_OUT: dict[str, dict[str, str]] = {
         "wandb": "experiment tracking: medplay logs to files and TensorBoard offline",
     },
 }
+# Carried although a pattern above matches: NVML's Python bindings are no CUDA library; vLLM imports them.
+ALWAYS_CARRIED = {"nvidia-ml-py"}
 # Environment variables a wheelhouse install needs at run time (install.sh writes them into env.sh).
 RUN_ENV = {"onto-torch": {"VLLM_USE_FLASHINFER_SAMPLER": "0"}, "full": {}}
 # Small extra wheels that only the GPU benchmarks need (installed --no-deps), read from where they are pinned.
@@ -111,6 +113,8 @@ def bench_pins() -> list[str]:
 def left_out_reason(name: str, flavour: str) -> str | None:
     """Why `flavour` does not carry the package `name`, or None if it does."""
     canonical = canonicalize_name(name)
+    if canonical in ALWAYS_CARRIED:
+        return None
     for pattern, reason in LEFT_OUT[flavour].items():
         if fnmatch.fnmatchcase(canonical, pattern):
             return reason
@@ -278,6 +282,20 @@ def closure(report: dict, roots: list[str], flavour: str, environment: dict[str,
     return {name: by_name[name] for name in sorted(extras)}
 
 
+def host_has(packages: dict[str, dict], freeze: Path) -> dict[str, str]:
+    """The resolved packages a host's `pip freeze` lists at exactly the resolved version (name -> version)."""
+    host = {}
+    for line in freeze.read_text().splitlines():
+        if "==" in line and not line.startswith("#"):
+            name, version = line.split("==", 1)
+            host[canonicalize_name(name.strip())] = version.strip()
+    return {
+        name: item["metadata"]["version"]
+        for name, item in packages.items()
+        if host.get(name) == item["metadata"]["version"] and name != "medical-team"
+    }
+
+
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
@@ -295,8 +313,12 @@ def fetch(item: dict, wheels: Path) -> Path:
     if path.is_file() and (expected is None or sha256_of(path) == expected):
         return path
     partial = path.with_suffix(".partial")
+    # The same file in another flavour's wheels/ (beside this one) is copied instead of downloaded again.
+    sibling = next((other for other in wheels.parent.parent.glob(f"*/wheels/{path.name}") if other != path), None)
     if url.startswith("file:"):
         shutil.copyfile(urllib.request.url2pathname(url.removeprefix("file://")), partial)
+    elif sibling is not None and expected is not None and sha256_of(sibling) == expected:
+        shutil.copyfile(sibling, partial)
     else:
         with urllib.request.urlopen(url, timeout=300) as response, partial.open("wb") as handle:
             shutil.copyfileobj(response, handle, MIB)
@@ -403,6 +425,8 @@ def build(args: argparse.Namespace, image: dict[str, str], pins: list[Pin], plan
     roots += [*bench_pins(), "medical_team"]
     packages = closure(report, roots, args.flavour, environment)
     check_against_lock(packages, plan_)
+    on_host = host_has(packages, args.host_freeze) if args.host_freeze else {}
+    packages = {name: item for name, item in packages.items() if name not in on_host}
     wheels = house / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
     with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
@@ -440,6 +464,7 @@ def build(args: argparse.Namespace, image: dict[str, str], pins: list[Pin], plan
             {"name": name, "version": version, "reason": left_out_reason(name, args.flavour)}
             for name, version in left_out
         ],
+        "on_host": [{"name": name, "version": version} for name, version in sorted(on_host.items())],
         "totals": {
             "wheels": len(entries),
             "bytes": sum(e["bytes"] for e in entries),
@@ -461,6 +486,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--dry", action="store_true", help="write the plan only (no network, no download)")
     parser.add_argument("--split-mib", type=int, help="also lay the wheels out in parts of at most N MiB")
     parser.add_argument("--python", default="python3.12", help="a CPython of the lock's version with pip >= 23")
+    parser.add_argument(
+        "--host-freeze",
+        type=Path,
+        help="`pip freeze` of the target host: wheels it already has at exactly the resolved version are not carried",
+    )
     parser.add_argument("--glibc", default="2.35", help="newest manylinux glibc the target has (Ubuntu 22.04: 2.35)")
     args = parser.parse_args(argv)
     args.output = args.output.resolve()
