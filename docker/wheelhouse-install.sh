@@ -30,6 +30,9 @@ while [[ $# -gt 0 ]]; do
         *) usage ;;
     esac
 done
+if [[ "${python}" == */* ]]; then  # a path: make it absolute (the import check runs from /)
+    python="$(cd "$(dirname "${python}")" && pwd)/$(basename "${python}")"
+fi
 if [[ ${verify_only} -eq 0 && -z "${target}${venv}" ]] || [[ -n "${target}" && -n "${venv}" ]]; then
     usage
 fi
@@ -94,6 +97,10 @@ if [[ "${have_python}" != "${want_python}" ]]; then
     echo "install.sh: ${python} is Python ${have_python}; this wheelhouse is for Python ${want_python}" >&2
     exit 1
 fi
+if [[ "${flavour}" == "onto-torch" && -n "${venv}" ]]; then
+    echo "install.sh: onto-torch goes into a --target folder beside the host's torch; a new venv would not see it" >&2
+    exit 2
+fi
 if [[ "${flavour}" == "onto-torch" ]]; then
     want_torch="$(manifest pin torch)"
     have_torch="$("${python}" -c 'import torch; print(torch.__version__, torch.version.cuda)' 2>/dev/null || true)"
@@ -110,6 +117,7 @@ mapfile -t files < <(cut -d' ' -f3 "${here}/SHA256SUMS" | sed "s|^|${wheels}/|")
 pip_install=(-m pip install --no-index --no-deps --disable-pip-version-check --no-warn-script-location -q "${compile}")
 if [[ -n "${venv}" ]]; then
     "${python}" -m venv "${venv}"
+    venv="$(cd "${venv}" && pwd)"
     python="${venv}/bin/python"
     "${python}" "${pip_install[@]}" "${files[@]}"
     env_file="${venv}/env.sh"
@@ -118,7 +126,8 @@ if [[ -n "${venv}" ]]; then
 else
     mkdir -p "${target}"
     target="$(cd "${target}" && pwd)"
-    "${python}" "${pip_install[@]}" --target "${target}" "${files[@]}"
+    # --upgrade: a second run replaces what an earlier one left (pip skips existing folders otherwise).
+    "${python}" "${pip_install[@]}" --upgrade --target "${target}" "${files[@]}"
     env_file="${target}/env.sh"
     { echo "export PYTHONPATH='${target}'\${PYTHONPATH:+:\${PYTHONPATH}}"
       echo "export PATH='${target}/bin':\${PATH}"
@@ -164,7 +173,8 @@ expected = {w["name"].lower(): w["version"] for w in json.load(open(sys.argv[1])
 for module in (torch, transformers, verl, vllm, ray):
     name, version = module.__name__, getattr(module, "__version__", "?")
     origin = module.__file__.rsplit("/site-packages/", 1)[0] if "site-packages" in module.__file__ else module.__file__
-    assert name not in expected or expected[name] == version, f"{name} {version} imported, {expected[name]} installed"
+    local = version.split("+")[0]  # torch's +cu130
+    assert name not in expected or expected[name] == local, f"{name} {version} imported, {expected[name]} installed"
     print(f"install.sh: import {name} {version}  ({origin})")
 print(f"install.sh: import medical_team ({medical_team.__file__})")
 EOF
