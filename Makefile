@@ -90,3 +90,18 @@ lint: $(STAMP)
 bench: $(STAMP)
 	mkdir -p build
 	$(PY) scripts/bench.py --output build/bench.json
+
+# The GPU stack as an offline wheelhouse (scripts/wheelhouse.py, docs/wheelhouse.md): FLAVOUR=full|onto-torch,
+# SPLIT_MIB=N also lays it out in parts of N MiB, DRY=1 writes only the plan (no network). pip resolves for the
+# target from a CPython of the lock's version (WHEELHOUSE_PYTHON) in a small venv with .venv's pip.
+.PHONY: wheelhouse
+FLAVOUR ?= onto-torch
+WHEELHOUSE_PYTHON ?= python3.12
+WHEELHOUSE_TOOLS := build/wheelhouse/tools
+$(WHEELHOUSE_TOOLS)/bin/python: | $(STAMP)
+	$(WHEELHOUSE_PYTHON) -m venv $(WHEELHOUSE_TOOLS)
+	$(WHEELHOUSE_TOOLS)/bin/python -m pip install -q "pip==$$($(PY) -c 'import pip; print(pip.__version__)')"
+
+wheelhouse: $(STAMP) $(if $(DRY),,$(WHEELHOUSE_TOOLS)/bin/python)
+	$(PY) scripts/wheelhouse.py --flavour $(FLAVOUR) --output build/wheelhouse --python $(WHEELHOUSE_TOOLS)/bin/python \
+	    $(if $(SPLIT_MIB),--split-mib $(SPLIT_MIB)) $(if $(DRY),--dry)

