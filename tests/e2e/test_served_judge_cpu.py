@@ -9,6 +9,8 @@ in the judge's format, so every game it is asked about is a counted parse-error 
 `remove_ties`, drops both samples; vanilla games still give assessor samples, so the run trains. (A step
 whose games are all adversarial would have nothing to train on and stop the run with a message; with the
 bundled data and verl's seeded sampler, steps 1 and 2 each hold a vanilla game; step 3 does not.)
+One gold probe goes with every judged game (`gold_probe_fraction=1.0`): the random judge gets them all
+wrong, which the run logs as `judge/gold_accuracy` (too few probes for the default floor's minimum count).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ def test_training_is_judged_by_a_vllm_server_that_medplay_train_starts(tmp_path:
         "timeout", "--kill-after=30", str(RUN_TIMEOUT_S), MEDPLAY, "train", "profile=cpu-smoke",
         f"medplay.output_dir={run}", f"medplay.data_dir={tmp_path / 'data'}",
         f"trainer.total_training_steps={STEPS}", "trainer.save_freq=-1",
-        "medplay.judge.backend=vllm", f"medplay.judge.model={judge_model}",
+        "medplay.judge.backend=vllm", f"medplay.judge.model={judge_model}", "medplay.judge.gold_probe_fraction=1.0",
     ]  # fmt: skip
     result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=False)
     output = result.stdout + result.stderr
@@ -60,7 +62,7 @@ def test_training_is_judged_by_a_vllm_server_that_medplay_train_starts(tmp_path:
 
     steps = logged_steps(run / "checkpoints" / "metrics.jsonl")
     shown = ("timing_s/step", "judge/calls", "judge/latency_s", "judge/parse_error_rate", "game/tie_rate",
-             "samples/assessor", "samples/attacker")  # fmt: skip
+             "judge/gold_count", "judge/gold_accuracy", "samples/assessor", "samples/attacker")  # fmt: skip
     for step, data in sorted(steps.items()):  # shown with `pytest -rP`
         print(f"step {step}: " + "  ".join(f"{name}={data.get(name)}" for name in shown))
     assert sorted(steps) == list(range(1, STEPS + 1))
@@ -74,3 +76,6 @@ def test_training_is_judged_by_a_vllm_server_that_medplay_train_starts(tmp_path:
             assert data["game/ties_removed"] > 0, data
         assert data["samples/assessor"] > 0, data  # vanilla games still train the assessor
     assert "judge/latency_s" in steps[1]
+    # Gold probes went to the served judge beside the games and were scored (never trained on).
+    last = steps[STEPS]
+    assert last["judge/gold_count"] > 0 and last["judge/gold_accuracy"] == 0.0, last
