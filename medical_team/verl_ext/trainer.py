@@ -2,8 +2,9 @@
 
 Select with `trainer.v1.trainer_mode=medplay_sync`. Every step logs, besides verl's own metrics,
 every name of GAME.md (`medical_team.game.game_metrics` over the games the agent-loop workers
-settled this step, dropped ties included) and `samples/<role>`, the rows of each role in the
-update batch. They reach every `trainer.logger` backend through verl's Tracking.
+settled this step, dropped ties included), `samples/<role>`, the rows of each role in the update
+batch, and with the learning probe on, `probe/<role>/hit_rate`. They reach every `trainer.logger`
+backend through verl's Tracking.
 
 It also wires in the reliability hooks (`medical_team.verl_ext.reliability`): the metrics JSONL is
 appended to rather than truncated on restart, a checkpoint becomes the resume point only once its
@@ -24,6 +25,7 @@ from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 from medical_team.game import game_metrics
 from medical_team.judge.outage import JudgeUnavailableError
+from medical_team.verl_ext.learning_probe import probe_metrics
 from medical_team.verl_ext.reliability.checkpoints import StepCommits, read_tracker
 from medical_team.verl_ext.reliability.graceful_stop import honour_stop_request
 from medical_team.verl_ext.reliability.guards import NonFiniteGuard
@@ -66,6 +68,7 @@ class SelfPlayTrainer(PPOTrainerSync):
         outcomes, judge_stats = self.agent_loop_manager.drain_games()
         metrics.update(game_metrics(outcomes, judge_stats))
         metrics.update(sample_metrics(batch))
+        metrics.update(probe_metrics(self.agent_loop_manager.drain_probe_hits()))
         self._non_finite_guard.observe(global_steps, metrics, self._last_checkpoint())
 
     def _last_checkpoint(self) -> str | None:
