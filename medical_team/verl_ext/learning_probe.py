@@ -1,11 +1,13 @@
 """The learning probe: a reward a tiny model learns in a few dozen steps, in place of the game's.
 
-With `medplay.learning_probe.enabled` each turn's reward is 1.0 when the first token id of its
-response has its role's parity and 0.0 otherwise: even for the assessor, odd for the attacker
-(`swapped` exchanges them, the control run). Each parity is half of the vocabulary, so a random
-model starts near 0.5 for both roles and the two roles are pushed in opposite directions. The
-reward travels the game's own path (agent loop `reward_score`, per-role whitening, actor update,
-weight sync); only where each role's number comes from differs. docs/game.md, "Learning probe".
+Each role has its own behaviour, read off the first token of its response: the assessor's is an
+even token id, the attacker's a token id in the lower half of the vocabulary. With
+`medplay.learning_probe.enabled` a turn earns 1.0 when it shows its role's behaviour and 0.0
+otherwise; with `inverted` (the control run) the other way round. Both behaviours cover half of the
+vocabulary, so a random model starts near 0.5, and they are independent of each other, so a model
+that cannot yet tell the roles apart can still learn both at once (docs/game.md, "Learning probe").
+The reward travels the game's own path (agent loop `reward_score`, per-role whitening, actor
+update, weight sync to the rollout); only where each role's number comes from differs.
 """
 
 from __future__ import annotations
@@ -16,27 +18,27 @@ from collections.abc import Iterable, Sequence
 from medical_team.verl_ext.settings import ProbeSettings
 from medical_team.vocab import Role
 
-# The first-token parity each role is rewarded for in the probe run (0 even, 1 odd).
-_PARITY = {Role.ASSESSOR: 0, Role.ATTACKER: 1}
+
+def shows_behaviour(role: Role, response_ids: Sequence[int], vocab_size: int) -> bool:
+    """True when the response's first token is `role`'s probe behaviour (assessor: even id; attacker: lower half)."""
+    if not response_ids:
+        return False
+    first = response_ids[0]
+    return first % 2 == 0 if role is Role.ASSESSOR else first < vocab_size // 2
 
 
-def rewarded_parity(probe: ProbeSettings, role: Role) -> int:
-    """The first-token parity (0 even, 1 odd) that earns `role` the probe reward."""
-    return 1 - _PARITY[role] if probe.swapped else _PARITY[role]
+def probe_reward(probe: ProbeSettings, shown: bool) -> float:
+    """1.0 for showing the behaviour (for not showing it when `inverted`), else 0.0."""
+    return float(shown != probe.inverted)
 
 
-def probe_hit(probe: ProbeSettings, role: Role, response_ids: Sequence[int]) -> bool:
-    """True when the response's first token id has the parity `role` is rewarded for."""
-    return bool(response_ids) and response_ids[0] % 2 == rewarded_parity(probe, role)
-
-
-def probe_metrics(hits: Iterable[tuple[str, bool]]) -> dict[str, float]:
-    """`probe/<role>/hit_rate` and `probe/<role>/turns` over (role name, hit) pairs; empty when there are none."""
+def probe_metrics(observations: Iterable[tuple[str, bool]]) -> dict[str, float]:
+    """`probe/<role>/behaviour_rate` and `probe/<role>/turns` over (role name, shown) pairs; empty without any."""
     by_role: dict[str, list[bool]] = defaultdict(list)
-    for role, hit in hits:
-        by_role[role].append(hit)
+    for role, shown in observations:
+        by_role[role].append(shown)
     metrics = {}
-    for role, role_hits in by_role.items():
-        metrics[f"probe/{role}/hit_rate"] = sum(role_hits) / len(role_hits)
-        metrics[f"probe/{role}/turns"] = float(len(role_hits))
+    for role, shown in by_role.items():
+        metrics[f"probe/{role}/behaviour_rate"] = sum(shown) / len(shown)
+        metrics[f"probe/{role}/turns"] = float(len(shown))
     return metrics

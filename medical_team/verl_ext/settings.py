@@ -50,7 +50,7 @@ class ProbeSettings:
     """The learning probe (medical_team/verl_ext/learning_probe.py): off in every real run."""
 
     enabled: bool = False  # each role's game reward is replaced by the probe reward
-    swapped: bool = False  # the two roles' rewarded behaviours are exchanged (the control run)
+    inverted: bool = False  # each role is rewarded for not showing its behaviour (the control run)
 
 
 @dataclass(frozen=True)

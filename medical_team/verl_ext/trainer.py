@@ -3,7 +3,7 @@
 Select with `trainer.v1.trainer_mode=medplay_sync`. Every step logs, besides verl's own metrics,
 every name of GAME.md (`medical_team.game.game_metrics` over the games the agent-loop workers
 settled this step, dropped ties included), `samples/<role>`, the rows of each role in the update
-batch, and with the learning probe on, `probe/<role>/hit_rate`. They reach every `trainer.logger`
+batch, and with the learning probe on, `probe/<role>/behaviour_rate`. They reach every `trainer.logger`
 backend through verl's Tracking.
 
 It also wires in the reliability hooks (`medical_team.verl_ext.reliability`): the metrics JSONL is
@@ -68,7 +68,7 @@ class SelfPlayTrainer(PPOTrainerSync):
         outcomes, judge_stats = self.agent_loop_manager.drain_games()
         metrics.update(game_metrics(outcomes, judge_stats))
         metrics.update(sample_metrics(batch))
-        metrics.update(probe_metrics(self.agent_loop_manager.drain_probe_hits()))
+        metrics.update(probe_metrics(self.agent_loop_manager.drain_probe_observations()))
         self._non_finite_guard.observe(global_steps, metrics, self._last_checkpoint())
 
     def _last_checkpoint(self) -> str | None:

@@ -73,8 +73,8 @@ def test_training_modes_train_their_roles() -> None:
 
 def test_learning_probe_is_off_unless_asked_and_checked(section) -> None:
     assert not selfplay_settings(section()).probe.enabled
-    probe = selfplay_settings(section(learning_probe={"enabled": True, "swapped": True})).probe
-    assert probe.enabled and probe.swapped
+    probe = selfplay_settings(section(learning_probe={"enabled": True, "inverted": True})).probe
+    assert probe.enabled and probe.inverted
     with pytest.raises(UserInputError) as caught:
         selfplay_settings(section(learning_probe={"enabled": "yes", "flip": True}))
     assert "medplay.learning_probe.enabled: 'yes' must be true or false" in str(caught.value)
