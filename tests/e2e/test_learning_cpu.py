@@ -27,6 +27,9 @@ pytestmark = pytest.mark.e2e
 STEPS = 12
 WINDOW = 3  # steps pooled for the start rate and for the end rate
 MARGIN = 0.25  # how far each rate must move; the measured moves are in docs/results/learning-probe.md
+# Each behaviour is an exact half of the vocabulary and a random model's first token is near uniform, so
+# every rate starts at 0.5; the first steps' measured rate (about 24 attacker turns) is only a noisy estimate.
+START = 0.5
 PROBE_OVERRIDES = (
     "medplay.learning_probe.enabled=true",
     # 16 games a step (about 8 of them adversarial, so about 8 attacker turns and 16 assessor turns).
@@ -84,10 +87,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[Role, list[
 @pytest.mark.parametrize("role", list(Role))
 def test_each_roles_behaviour_rises_in_the_same_probe_run(runs, role: Role) -> None:
     start, end = start_and_end(runs["probe"][role])
-    assert end >= start + MARGIN, f"{role.value}: {start:.2f} -> {end:.2f} over {STEPS} steps"
+    assert abs(start - START) < MARGIN, f"{role.value}: the run started at {start:.2f}, not near {START}"
+    assert end >= START + MARGIN, f"{role.value}: {start:.2f} -> {end:.2f} over {STEPS} steps"
 
 
 @pytest.mark.parametrize("role", list(Role))
 def test_each_roles_behaviour_falls_in_the_inverted_control(runs, role: Role) -> None:
     start, end = start_and_end(runs["control"][role])
-    assert end <= start - MARGIN, f"{role.value}: {start:.2f} -> {end:.2f} over {STEPS} steps"
+    assert abs(start - START) < MARGIN, f"{role.value}: the run started at {start:.2f}, not near {START}"
+    assert end <= START - MARGIN, f"{role.value}: {start:.2f} -> {end:.2f} over {STEPS} steps"
