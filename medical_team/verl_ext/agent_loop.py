@@ -26,6 +26,7 @@ from medical_team.game.prompts import Message, assessor_messages, attacker_messa
 from medical_team.judge.gold_probe import count_correct
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.verl_ext.judge_factory import judge_executor, selfplay_gold_probes, selfplay_judge
+from medical_team.verl_ext.learning_probe import probe_reward, shows_behaviour
 from medical_team.verl_ext.rows import as_vanilla, seed_of_row
 from medical_team.verl_ext.settings import SelfPlaySettings, settings_from_trainer_config
 from medical_team.vocab import Role
@@ -39,6 +40,7 @@ CATEGORY_FIELD = "category"
 TRAINS_FIELD = "medplay_trains"
 GAME_FIELD = "medplay_game"
 JUDGE_STATS_FIELD = "medplay_judge_stats"
+PROBE_FIELD = "medplay_probe_behaviour"
 
 # Judge outages met by the agent loops of this worker process. verl turns a failed agent loop into a
 # failed sample group and later fails the step with an error of its own; the trainer asks for these
@@ -162,7 +164,11 @@ class SelfPlayAgentLoop(_TurnPlayer):
         for turn in turns:
             trains = not outcome.dropped and self.settings.training_mode.trains(turn.role)
             extra = {CATEGORY_FIELD: outcome.category.value, TRAINS_FIELD: trains}
-            outputs.append(self._output(turn, rewards[turn.role] or 0.0, extra))
+            reward = rewards[turn.role] or 0.0
+            if self.settings.probe.enabled:  # the learning probe's reward replaces the game's (learning_probe.py)
+                extra[PROBE_FIELD] = shows_behaviour(turn.role, turn.response_ids, len(self.tokenizer))
+                reward = probe_reward(self.settings.probe, extra[PROBE_FIELD])
+            outputs.append(self._output(turn, reward, extra))
         outputs[-1].extra_fields[GAME_FIELD] = outcome.to_record()
         outputs[-1].extra_fields[JUDGE_STATS_FIELD] = asdict(judge_stats)
         return outputs

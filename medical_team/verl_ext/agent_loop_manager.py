@@ -26,6 +26,7 @@ from medical_team.verl_ext.agent_loop import (
     ASSESSOR_AGENT,
     GAME_FIELD,
     JUDGE_STATS_FIELD,
+    PROBE_FIELD,
     ROLE_FIELD,
     TRAINS_FIELD,
     take_judge_outages,
@@ -40,6 +41,7 @@ class GameLedger:
     def __init__(self) -> None:
         self.records: list[dict[str, Any]] = []
         self.judge_stats = JudgeStats()
+        self.probe_observations: list[tuple[str, bool]] = []  # (role, behaviour shown) per played turn, learning probe only
 
     def add(self, record: dict[str, Any], judge_stats: dict[str, Any]) -> None:
         """Keep one settled game (a `GameOutcome.to_record()`)."""
@@ -50,6 +52,11 @@ class GameLedger:
         """Everything kept so far, and forget it."""
         drained = (self.records, self.judge_stats)
         self.records, self.judge_stats = [], JudgeStats()
+        return drained
+
+    def drain_probe_observations(self) -> list[tuple[str, bool]]:
+        """The learning probe's (role, behaviour shown) pairs kept so far, and forget them."""
+        drained, self.probe_observations = self.probe_observations, []
         return drained
 
 
@@ -77,6 +84,8 @@ class _SelfPlayAgentLoopWorker(AgentLoopWorkerTQ.__ray_actor_class__):
         final_fields = outputs[-1].extra_fields
         self.ledger.add(final_fields.pop(GAME_FIELD), final_fields.pop(JUDGE_STATS_FIELD))
         for out in outputs:
+            if PROBE_FIELD in out.extra_fields:
+                self.ledger.probe_observations.append((out.extra_fields[ROLE_FIELD], out.extra_fields.pop(PROBE_FIELD)))
             if out.extra_fields.pop(TRAINS_FIELD):
                 uid = role_uid(kwargs["uid"], Role(out.extra_fields[ROLE_FIELD]))
                 await super()._agent_loop_postprocess(out, validate, **{**kwargs, "uid": uid})
@@ -84,6 +93,10 @@ class _SelfPlayAgentLoopWorker(AgentLoopWorkerTQ.__ray_actor_class__):
     async def drain_games(self) -> tuple[list[dict[str, Any]], JudgeStats]:
         """The games settled since the last call (records of `GameOutcome.to_record`)."""
         return self.ledger.drain()
+
+    async def drain_probe_observations(self) -> list[tuple[str, bool]]:
+        """The learning probe's (role, behaviour shown) pairs since the last call."""
+        return self.ledger.drain_probe_observations()
 
     async def take_judge_outages(self) -> list[str]:
         """The judge outages this worker's agent loops met since the last call."""
@@ -112,3 +125,7 @@ class SelfPlayAgentLoopManager(AgentLoopManagerTQ):
         """The judge outages any worker met since the last call (messages of JudgeUnavailableError)."""
         return [message for taken in ray.get([w.take_judge_outages.remote() for w in self.agent_loop_workers])
                 for message in taken]
+
+    def drain_probe_observations(self) -> list[tuple[str, bool]]:
+        """The learning probe's (role, behaviour shown) pairs from every worker since the last call."""
+        return [hit for hits in ray.get([w.drain_probe_observations.remote() for w in self.agent_loop_workers]) for hit in hits]

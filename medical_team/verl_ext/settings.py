@@ -74,6 +74,14 @@ class JudgeSettings:
 
 
 @dataclass(frozen=True)
+class ProbeSettings:
+    """The learning probe (medical_team/verl_ext/learning_probe.py): off in every real run."""
+
+    enabled: bool = False  # each role's game reward is replaced by the probe reward
+    inverted: bool = False  # each role is rewarded for not showing its behaviour (the control run)
+
+
+@dataclass(frozen=True)
 class SelfPlaySettings:
     """How the self-play agent loop plays and rewards games."""
 
@@ -81,6 +89,7 @@ class SelfPlaySettings:
     adversarial_games: bool = True  # False plays every row as a vanilla game (assessor only)
     game: GameConfig = field(default_factory=GameConfig)
     judge: JudgeSettings = field(default_factory=JudgeSettings)
+    probe: ProbeSettings = field(default_factory=ProbeSettings)
 
     def played_category(self, category: Category) -> Category:
         """The category a row is played as.
@@ -99,6 +108,7 @@ _TOP_KEYS = {"training_mode", "adversarial_games", "rewards", "judge"}
 _REWARD_KEYS = {"scheme", "localisation_bonus", "remove_ties"}
 _JUDGE_KEYS = set(JudgeSettings.__dataclass_fields__)
 _SERVE_KEYS = set(ServeSettings.__dataclass_fields__)
+_PROBE_KEYS = set(ProbeSettings.__dataclass_fields__)
 
 
 def _unknown(section: Mapping[str, Any], allowed: set[str], prefix: str) -> list[str]:
@@ -179,6 +189,16 @@ def _serve_settings(section: Mapping[str, Any], problems: list[str]) -> ServeSet
     return settings
 
 
+def _probe_settings(section: Mapping[str, Any], problems: list[str]) -> ProbeSettings:
+    """ProbeSettings from `medplay.learning_probe` (optional; absent means off), recording problems."""
+    problems += _unknown(section, _PROBE_KEYS, "learning_probe.")
+    values = {k: v for k, v in section.items() if k in _PROBE_KEYS}
+    for key, value in values.items():
+        if not isinstance(value, bool):
+            problems.append(f"medplay.learning_probe.{key}: {value!r} must be true or false")
+    return ProbeSettings(**values)
+
+
 def _game_config(section: Mapping[str, Any], problems: list[str]) -> GameConfig:
     """GameConfig from `medplay.rewards`, recording problems (the benign mode comes from each data row)."""
     problems += _unknown(section, _REWARD_KEYS, "rewards.")
@@ -208,11 +228,14 @@ def selfplay_settings(section: Mapping[str, Any] | None) -> SelfPlaySettings:
         problems.append(f"medplay.adversarial_games: {adversarial!r} must be true or false")
     game = _game_config(section.get("rewards") or {}, problems)
     judge = _judge_settings(section.get("judge") or {}, problems)
+    probe = _probe_settings(section.get("learning_probe") or {}, problems)
     if mode == TrainingMode.ATTACKER.value and adversarial is False:
         problems.append("medplay.adversarial_games: false leaves training_mode attacker nothing to train on")
     if problems:
         raise UserInputError("invalid training config:\n  " + "\n  ".join(problems), field="medplay")
-    return SelfPlaySettings(training_mode=TrainingMode(mode), adversarial_games=adversarial, game=game, judge=judge)
+    return SelfPlaySettings(
+        training_mode=TrainingMode(mode), adversarial_games=adversarial, game=game, judge=judge, probe=probe
+    )
 
 
 def settings_from_trainer_config(config: Any) -> SelfPlaySettings:

@@ -2,8 +2,9 @@
 
 Select with `trainer.v1.trainer_mode=medplay_sync`. Every step logs, besides verl's own metrics,
 every name of GAME.md (`medical_team.game.game_metrics` over the games the agent-loop workers
-settled this step, dropped ties included) and `samples/<role>`, the rows of each role in the
-update batch. They reach every `trainer.logger` backend through verl's Tracking.
+settled this step, dropped ties included), `samples/<role>`, the rows of each role in the update
+batch, and with the learning probe on, `probe/<role>/behaviour_rate`. They reach every `trainer.logger`
+backend through verl's Tracking.
 
 It also wires in the reliability hooks (`medical_team.verl_ext.reliability`): the metrics JSONL is
 appended to rather than truncated on restart, a checkpoint becomes the resume point only once its
@@ -28,6 +29,7 @@ from medical_team.checkpoint_folder import read_tracker
 from medical_team.game import game_metrics
 from medical_team.judge.gold_probe import GoldFloor
 from medical_team.judge.outage import JudgeUnavailableError
+from medical_team.verl_ext.learning_probe import probe_metrics
 from medical_team.verl_ext.reliability.checkpoints import StepCommits
 from medical_team.verl_ext.reliability.graceful_stop import honour_stop_request
 from medical_team.verl_ext.reliability.guards import NonFiniteGuard
@@ -84,6 +86,7 @@ class SelfPlayTrainer(PPOTrainerSync):
         if self._gold_floor is not None:
             metrics.update(self._gold_floor.observe(judge_stats.gold_count, judge_stats.gold_correct))
         metrics.update(sample_metrics(batch))
+        metrics.update(probe_metrics(self.agent_loop_manager.drain_probe_observations()))
         self._non_finite_guard.observe(global_steps, metrics, self._last_checkpoint())
 
     def _last_checkpoint(self) -> str | None:

@@ -9,12 +9,10 @@ second run with `trainer.resume_mode=auto` and more steps (4) continues from the
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 import torch
+from cpu_smoke import TRAIN_TIMEOUT_S, convert, metrics_by_step, train, train_command
 from safetensors.torch import load_file
 from spec_names import ADVERSARIAL, GAME_MD_METRICS
 
@@ -31,37 +30,10 @@ from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segm
 
 pytestmark = pytest.mark.e2e
 
-MEDPLAY = str(Path(sys.executable).with_name("medplay"))
-# A hang guard, not a speed target: a failed weight sync makes verl hang instead of exiting.
-TRAIN_TIMEOUT_S = 480
 KILLED_RUN_STEPS = 3  # asked for, never finished: SIGKILL arrives once step KILL_AFTER_SAVE_OF is saved
 KILL_AFTER_SAVE_OF = 2
 FINAL_STEPS = 4
 CONSOLE_LINE_LIMIT = 60  # the console shows stages, progress and the summary; the rest goes to the run's log
-
-
-def train_command(root: Path, steps: int, *overrides: str) -> list[str]:
-    """`medplay train profile=cpu-smoke` into `root`, under a hard timeout (a failed weight sync hangs verl)."""
-    return [
-        "timeout",
-        "--kill-after=30",  # SIGTERM asks the trainer to save and stop; SIGKILL if it cannot
-        str(TRAIN_TIMEOUT_S),
-        MEDPLAY,
-        "train",
-        "profile=cpu-smoke",
-        f"medplay.output_dir={root}",
-        f"medplay.data_dir={root / 'data'}",
-        f"trainer.total_training_steps={steps}",
-        *overrides,
-    ]
-
-
-def train(root: Path, steps: int, *overrides: str) -> subprocess.CompletedProcess[str]:
-    """Run a training to the end and require exit status 0."""
-    result = subprocess.run(train_command(root, steps, *overrides), cwd=root, capture_output=True, text=True, check=False)
-    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
-    return result
-
 
 @dataclass(frozen=True)
 class KilledRun:
@@ -100,12 +72,6 @@ def _process(pid: int) -> psutil.Process | None:
         return None
 
 
-def metrics_by_step(root: Path) -> dict[int, dict[str, float]]:
-    """The metrics file's records by step (the last record of a step wins)."""
-    lines = (root / "checkpoints" / "metrics.jsonl").read_text().splitlines()
-    return {record["step"]: record["data"] for record in map(json.loads, filter(None, lines))}
-
-
 def full_log(console: str) -> str:
     """The run log that `medplay train` named on its console (`log: PATH`)."""
     paths = [line.removeprefix("log: ") for line in console.splitlines() if line.startswith("log: ")]
@@ -129,7 +95,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     if shutil.which("timeout") is None:
         pytest.skip("needs coreutils `timeout`")
     root = tmp_path_factory.mktemp("cpu-smoke")
-    subprocess.run([MEDPLAY, "convert", "--output", str(root / "data")], check=True, capture_output=True, timeout=300)
+    convert(root / "data")
     killed = train_and_kill(root, KILLED_RUN_STEPS, after_save_of=KILL_AFTER_SAVE_OF)
     resumed = train(root, FINAL_STEPS, "trainer.resume_mode=auto")
     return Runs(root, killed, resumed.stdout + resumed.stderr, full_log(resumed.stdout))

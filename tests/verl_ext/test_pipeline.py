@@ -121,6 +121,7 @@ def sample_and_compute_advantages(config: DictConfig, count: int) -> tuple[dict[
             "response_mask",
             "extra_fields",
             "token_level_rewards",
+            "responses",
         ],
     )
     metrics.update(sample_metrics(batch))
@@ -244,3 +245,34 @@ def test_validation_batches_play_the_assessor_alone_on_the_seed(make_worker, med
         assert "You are the Assessor" in prompt and info["text"][-40:] in prompt
     assert worker.ledger.drain()[0] == []  # validation games are not training metrics
     tq.kv_clear(keys=keys + uids, partition_id="val")
+
+
+
+
+@pytest.mark.parametrize("inverted", [False, True])
+def test_learning_probe_replaces_each_roles_reward_and_records_its_behaviour(
+    trainer_config: DictConfig, transfer_queue: None, medec_csv: Path, inverted: bool
+) -> None:
+    from omegaconf import open_dict
+
+    from medical_team.verl_ext.agent_loop_manager import _SelfPlayAgentLoopWorker
+    from medical_team.verl_ext.learning_probe import shows_behaviour
+
+    config = with_mode(trainer_config, "joint")
+    with open_dict(config):
+        config.medplay.learning_probe = {"enabled": True, "inverted": inverted}
+    worker = _SelfPlayAgentLoopWorker(config, None, None, None)
+    worker.llm_client = ScriptedLLMServer(worker.tokenizer)
+    game_rows = rows(medec_csv, per_category=1)
+    asyncio.run(play(worker, game_rows))
+    _metrics, data = sample_and_compute_advantages(config, len(game_rows))
+
+    rewards = data["rm_scores"].to_padded_tensor(0.0).sum(dim=1).tolist()
+    observed = []
+    for extra, responses, reward in zip(data["extra_fields"], data["responses"], rewards, strict=True):
+        role = Role(extra["role"])
+        shown = shows_behaviour(role, responses.tolist(), len(worker.tokenizer))
+        assert reward == float(shown != inverted)  # the probe's reward, not the game's
+        observed.append((role.value, shown))
+    assert {role for role, _ in observed} == {"attacker", "assessor"}
+    assert sorted(worker.ledger.drain_probe_observations()) == sorted(observed)

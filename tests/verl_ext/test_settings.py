@@ -69,3 +69,13 @@ def test_training_modes_train_their_roles() -> None:
     assert TrainingMode.JOINT.trains(Role.ATTACKER) and TrainingMode.JOINT.trains(Role.ASSESSOR)
     assert TrainingMode.ASSESSOR.trains(Role.ASSESSOR) and not TrainingMode.ASSESSOR.trains(Role.ATTACKER)
     assert TrainingMode.ATTACKER.trains(Role.ATTACKER) and not TrainingMode.ATTACKER.trains(Role.ASSESSOR)
+
+
+def test_learning_probe_is_off_unless_asked_and_checked(section) -> None:
+    assert not selfplay_settings(section()).probe.enabled
+    probe = selfplay_settings(section(learning_probe={"enabled": True, "inverted": True})).probe
+    assert probe.enabled and probe.inverted
+    with pytest.raises(UserInputError) as caught:
+        selfplay_settings(section(learning_probe={"enabled": "yes", "flip": True}))
+    assert "medplay.learning_probe.enabled: 'yes' must be true or false" in str(caught.value)
+    assert "medplay.learning_probe.flip: unknown key" in str(caught.value)

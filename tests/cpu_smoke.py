@@ -1,0 +1,46 @@
+"""Helpers for end-to-end tests that run `medplay train profile=cpu-smoke` through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+MEDPLAY = str(Path(sys.executable).with_name("medplay"))
+# A hang guard, not a speed target: a failed weight sync makes verl hang instead of exiting.
+TRAIN_TIMEOUT_S = 480
+
+
+def convert(data_dir: Path) -> None:
+    """`medplay convert --output data_dir`: the bundled MEDEC data as verl parquet files."""
+    subprocess.run([MEDPLAY, "convert", "--output", str(data_dir)], check=True, capture_output=True, timeout=300)
+
+
+def train_command(root: Path, steps: int, *overrides: str) -> list[str]:
+    """`medplay train profile=cpu-smoke` into `root`, under a hard timeout (a failed weight sync hangs verl)."""
+    return [
+        "timeout",
+        "--kill-after=30",  # SIGTERM asks the trainer to save and stop; SIGKILL if it cannot
+        str(TRAIN_TIMEOUT_S),
+        MEDPLAY,
+        "train",
+        "profile=cpu-smoke",
+        f"medplay.output_dir={root}",
+        f"medplay.data_dir={root / 'data'}",
+        f"trainer.total_training_steps={steps}",
+        *overrides,
+    ]
+
+
+def train(root: Path, steps: int, *overrides: str) -> subprocess.CompletedProcess[str]:
+    """Run a training to the end and require exit status 0."""
+    result = subprocess.run(train_command(root, steps, *overrides), cwd=root, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
+    return result
+
+
+def metrics_by_step(root: Path) -> dict[int, dict[str, float]]:
+    """The metrics file's records by step (the last record of a step wins)."""
+    lines = (root / "checkpoints" / "metrics.jsonl").read_text().splitlines()
+    return {record["step"]: record["data"] for record in map(json.loads, filter(None, lines))}

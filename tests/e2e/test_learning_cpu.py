@@ -1,0 +1,99 @@
+"""End to end: the real trainer learns a reward. Each role's probe behaviour rises in one run; the inverted control lowers both.
+
+    .venv/bin/python -m pytest -q -m e2e tests/e2e/test_learning_cpu.py
+
+`medplay train profile=cpu-smoke` runs twice, side by side, with `medplay.learning_probe` on (docs/game.md,
+"Learning probe"): the assessor is rewarded for an even first token id, the attacker for a first
+token id in the lower half of the vocabulary, each through the game's own reward path (agent loop,
+per-role whitening, actor update, weight sync to vLLM). The behaviour rates are read from each
+step's rollout (`probe/<role>/behaviour_rate` in metrics.jsonl), so they only move when the
+updated weights reach the rollout. A sign error, a reward landing on the other role's row, or a
+role whose rows get no advantage keeps a rate from rising; the control run, rewarding the
+opposite, shows the movement follows the reward and not a drift of the model.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from cpu_smoke import convert, metrics_by_step, train_command
+
+from medical_team.vocab import Role
+
+pytestmark = pytest.mark.e2e
+
+STEPS = 16
+WINDOW = 3  # steps pooled for the start rate and for the end rate
+MARGIN = 0.25  # how far each rate must move; the measured moves are in docs/results/learning-probe.md
+# Each behaviour is an exact half of the vocabulary and a random model's first token is near uniform, so
+# every rate starts at 0.5; the first steps' measured rate (about 24 attacker turns) is only a noisy estimate.
+START = 0.5
+START_TOLERANCE = 0.35  # a sanity check of the measurement, wide enough for ~24 sampled attacker turns
+PROBE_OVERRIDES = (
+    "medplay.learning_probe.enabled=true",
+    # 16 games a step (about 8 of them adversarial, so about 8 attacker turns and 16 assessor turns).
+    "data.train_batch_size=16",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=16",
+    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=16",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=16",
+    # The behaviour is the first token: one token per turn keeps the update on it.
+    "data.max_response_length=1",
+    # A random ~100 K-parameter model takes a large step.
+    "actor_rollout_ref.actor.optim.lr=3e-2",
+    # No checkpoints: the test reads only the metrics.
+    "trainer.save_freq=-1",
+)
+
+
+def behaviour_rates(root: Path) -> dict[Role, list[tuple[float, float]]]:
+    """(behaviour rate, turns) per step and role, from the run's metrics file."""
+    steps = metrics_by_step(root)
+    assert sorted(steps) == list(range(1, STEPS + 1))
+    return {
+        role: [(steps[s][f"probe/{role.value}/behaviour_rate"], steps[s][f"probe/{role.value}/turns"]) for s in sorted(steps)]
+        for role in Role
+    }
+
+
+def pooled(rates: list[tuple[float, float]]) -> float:
+    """The behaviour rate over all turns of the given steps."""
+    return sum(rate * turns for rate, turns in rates) / sum(turns for _, turns in rates)
+
+
+def start_and_end(rates: list[tuple[float, float]]) -> tuple[float, float]:
+    """The pooled rate of the first and of the last WINDOW steps."""
+    return pooled(rates[:WINDOW]), pooled(rates[-WINDOW:])
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[Role, list[tuple[float, float]]]]:
+    """The probe run and the inverted control run, side by side (most of a short run is start-up and polling)."""
+    roots = {name: tmp_path_factory.mktemp(name) for name in ("probe", "control")}
+    started = {}
+    for name, root in roots.items():
+        convert(root / "data")
+        command = train_command(root, STEPS, *PROBE_OVERRIDES, f"medplay.learning_probe.inverted={name == 'control'}")
+        log = (root / "train.log").open("w")
+        started[name] = (subprocess.Popen(command, cwd=root, stdout=log, stderr=subprocess.STDOUT), log)
+    for name, (process, log) in started.items():
+        code = process.wait()
+        log.close()
+        assert code == 0, f"{name} run: exit {code}\n{(roots[name] / 'train.log').read_text()[-6000:]}"
+    return {name: behaviour_rates(root) for name, root in roots.items()}
+
+
+@pytest.mark.parametrize("role", list(Role))
+def test_each_roles_behaviour_rises_in_the_same_probe_run(runs, role: Role) -> None:
+    start, end = start_and_end(runs["probe"][role])
+    assert abs(start - START) < START_TOLERANCE, f"{role.value}: the run started at {start:.2f}, not near {START}"
+    assert end >= START + MARGIN, f"{role.value}: {start:.2f} -> {end:.2f} over {STEPS} steps"
+
+
+@pytest.mark.parametrize("role", list(Role))
+def test_each_roles_behaviour_falls_in_the_inverted_control(runs, role: Role) -> None:
+    start, end = start_and_end(runs["control"][role])
+    assert abs(start - START) < START_TOLERANCE, f"{role.value}: the run started at {start:.2f}, not near {START}"
+    assert end <= START - MARGIN, f"{role.value}: {start:.2f} -> {end:.2f} over {STEPS} steps"
