@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 from omegaconf import DictConfig
 
+from medical_team.console import say
 from medical_team.verl_ext.served_judge import resolve_judge_model
 from medical_team.verl_ext.settings import MODEL_JUDGE_BACKENDS, JudgeSettings
 
@@ -23,7 +23,7 @@ def check_judge(judge: JudgeSettings) -> None:
     if judge.backend == "vllm":
         resolve_judge_model(judge.model or "")
     if judge.backend == "rules":
-        print(f"medplay: warning: {RULES_WARNING}", file=sys.stderr, flush=True)
+        say(f"medplay: warning: {RULES_WARNING}", err=True)
 
 
 def record_judge(config: DictConfig) -> Path:

@@ -23,6 +23,7 @@ from pathlib import Path
 import httpx
 from omegaconf import DictConfig, open_dict
 
+from medical_team.console import say
 from medical_team.errors import UserInputError
 from medical_team.verl_ext.settings import JudgeSettings, ServeSettings
 
@@ -152,8 +153,7 @@ class JudgeServer:
         assert self.process is not None
         code = self.process.wait()
         if not self._stopping.is_set():
-            print(f"medplay: the judge's vLLM server exited with status {code} during training; {self._tail()}",
-                  file=sys.stderr, flush=True)  # fmt: skip
+            say(f"medplay: the judge's vLLM server exited with status {code} during training; {self._tail()}", err=True)
 
     def _tail(self, lines: int = 1) -> str:
         """Where its log is, with the log's last non-empty line."""
@@ -200,11 +200,11 @@ def serve_judge(config: DictConfig, judge: JudgeSettings) -> Iterator[JudgeServe
         Path(config.medplay.output_dir) / LOG_NAME,
         judge.serve.startup_timeout_s,
     )
-    print(f"medplay: judge: starting vLLM for {model} on {server.base_url} (log: {server.log_file})", flush=True)
+    say(f"medplay: judge: starting vLLM for {model} on {server.base_url} (log: {server.log_file})")
     started = time.monotonic()
     try:
         server.start()
-        print(f"medplay: judge: ready after {time.monotonic() - started:.0f} s", flush=True)
+        say(f"medplay: judge: ready after {time.monotonic() - started:.0f} s")
         with open_dict(config):
             config.medplay.judge.base_url = server.base_url
             config.medplay.judge.model = str(model)

@@ -18,36 +18,26 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cpu_smoke import convert, metrics_by_step, train_command
 
 from medical_team.verl_ext.tiny_model import build_tiny_model
 
 pytestmark = pytest.mark.e2e
 
-MEDPLAY = str(Path(sys.executable).with_name("medplay"))
 STEPS = 2
-RUN_TIMEOUT_S = 600  # a hang guard, not a speed target
-
-
-def logged_steps(metrics_file: Path) -> dict[int, dict[str, float]]:
-    """The metrics file's records by step (the last record of a step wins)."""
-    lines = metrics_file.read_text().splitlines()
-    return {r["step"]: r["data"] for r in map(json.loads, filter(None, lines))}
 
 
 def test_training_is_judged_by_a_vllm_server_that_medplay_train_starts(tmp_path: Path) -> None:
-    subprocess.run([MEDPLAY, "convert", "--output", str(tmp_path / "data")], check=True, capture_output=True)
-    judge_model = build_tiny_model(tmp_path / "tiny-judge")
     run = tmp_path / "run"
-    command = [
-        "timeout", "--kill-after=30", str(RUN_TIMEOUT_S), MEDPLAY, "train", "profile=cpu-smoke",
-        f"medplay.output_dir={run}", f"medplay.data_dir={tmp_path / 'data'}",
-        f"trainer.total_training_steps={STEPS}", "trainer.save_freq=-1",
-        "medplay.judge.backend=vllm", f"medplay.judge.model={judge_model}", "medplay.judge.gold_probe_fraction=1.0",
-    ]  # fmt: skip
+    convert(run / "data")
+    judge_model = build_tiny_model(tmp_path / "tiny-judge")
+    command = train_command(
+        run, STEPS, "trainer.save_freq=-1", "medplay.judge.backend=vllm", f"medplay.judge.model={judge_model}",
+        "medplay.judge.gold_probe_fraction=1.0",
+    )  # fmt: skip
     result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, check=False)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-8000:]
@@ -60,7 +50,7 @@ def test_training_is_judged_by_a_vllm_server_that_medplay_train_starts(tmp_path:
     assert record["judge/backend"] == "vllm" and record["judged_by_model"] is True
     assert record["judge/base_url"].startswith("http://127.0.0.1:")
 
-    steps = logged_steps(run / "checkpoints" / "metrics.jsonl")
+    steps = metrics_by_step(run)
     shown = ("timing_s/step", "judge/calls", "judge/latency_s", "judge/parse_error_rate", "game/tie_rate",
              "judge/gold_count", "judge/gold_accuracy", "samples/assessor", "samples/attacker")  # fmt: skip
     for step, data in sorted(steps.items()):  # shown with `pytest -rP`
