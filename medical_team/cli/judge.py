@@ -21,6 +21,7 @@ from medical_team.errors import UserInputError
 if TYPE_CHECKING:
     from medical_team.judge.app import ServerSettings
     from medical_team.judge.backends import BackendSettings
+    from medical_team.judge.rules import RuleSettings
 
 BACKEND_CHOICES = ("rules", "hf", "openai")
 
@@ -35,7 +36,7 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def _check_args(args: argparse.Namespace) -> None:
+def check_args(args: argparse.Namespace) -> None:
     """Reject option combinations that cannot work, naming the option."""
     if args.backend == "openai" and not args.base_url:
         raise UserInputError("backend 'openai' needs the endpoint, e.g. http://127.0.0.1:8001/v1", field="--base-url")
@@ -50,20 +51,13 @@ def _check_args(args: argparse.Namespace) -> None:
         raise UserInputError(f"environment variable {args.api_key_env} is not set", field="--api-key-env")
 
 
-def _settings(args: argparse.Namespace) -> tuple[ServerSettings, BackendSettings]:
-    """Server and backend settings from the options; invalid values become `UserInputError`."""
-    from medical_team.judge.app import ServerSettings
+def backend_settings(args: argparse.Namespace, rules: RuleSettings | None = None) -> BackendSettings:
+    """The backend the judge options name (checked first); one fully failed batch counts as a failure."""
     from medical_team.judge.backends import BackendSettings
     from medical_team.judge.rules import RuleSettings
 
-    try:
-        rules = RuleSettings(min_length_ratio=args.min_length_ratio, max_length_ratio=args.max_length_ratio)
-        server = ServerSettings(
-            host=args.host, port=args.port, max_body_bytes=args.max_body_bytes, max_batch=args.max_batch
-        )
-    except ValueError as error:
-        raise UserInputError(str(error)) from None
-    backend = BackendSettings(
+    check_args(args)
+    return BackendSettings(
         backend=args.backend,
         model=args.model,
         base_url=args.base_url,
@@ -75,14 +69,28 @@ def _settings(args: argparse.Namespace) -> tuple[ServerSettings, BackendSettings
         batch_size=args.batch_size,
         # behind the server a fully failed batch answers 503, so the client retries and counts it
         max_consecutive_failures=1,
-        rules=rules,
+        rules=rules or RuleSettings(),
     )
-    return server, backend
+
+
+def _settings(args: argparse.Namespace) -> tuple[ServerSettings, BackendSettings]:
+    """Server and backend settings from the options; invalid values become `UserInputError`."""
+    from medical_team.judge.app import ServerSettings
+    from medical_team.judge.rules import RuleSettings
+
+    try:
+        rules = RuleSettings(min_length_ratio=args.min_length_ratio, max_length_ratio=args.max_length_ratio)
+        server = ServerSettings(
+            host=args.host, port=args.port, max_body_bytes=args.max_body_bytes, max_batch=args.max_batch
+        )
+    except ValueError as error:
+        raise UserInputError(str(error)) from None
+    return server, backend_settings(args, rules)
 
 
 def run_serve(args: argparse.Namespace) -> int:
     """Build the backend (in the background), then serve until SIGINT/SIGTERM."""
-    _check_args(args)
+    check_args(args)
     from medical_team.game.rewards import RewardConfig
     from medical_team.judge.app import create_app
     from medical_team.judge.backends import build_judge

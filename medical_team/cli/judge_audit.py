@@ -8,7 +8,6 @@ medplay judge audit --url http://127.0.0.1:8100 --output build/audit-server
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from medical_team.errors import UserInputError
@@ -29,7 +28,7 @@ def _positive(text: str) -> int:
 
 def _judge(args: argparse.Namespace):
     """The judge the options name, and its description for the report."""
-    from medical_team.judge.backends import BackendSettings, build_judge
+    from medical_team.judge.backends import build_judge
 
     if args.url:
         from medical_team.judge.client import HttpJudge
@@ -37,21 +36,9 @@ def _judge(args: argparse.Namespace):
         if not args.url.startswith(("http://", "https://")):
             raise UserInputError(f"{args.url!r} is not an http(s) URL", field="--url")
         return HttpJudge(args.url, batch_size=args.batch_size, max_consecutive_failures=1), f"http {args.url}"
-    from medical_team.cli.judge import _check_args
+    from medical_team.cli.judge import backend_settings
 
-    _check_args(args)
-    settings = BackendSettings(
-        backend=args.backend,
-        model=args.model,
-        base_url=args.base_url,
-        api_key=os.environ.get(args.api_key_env) if args.api_key_env else None,
-        device=args.device,
-        dtype=args.dtype,
-        local_files_only=not args.allow_download,
-        max_new_tokens=args.max_new_tokens,
-        batch_size=args.batch_size,
-        max_consecutive_failures=1,
-    )
+    settings = backend_settings(args)
     try:
         judge = build_judge(settings)
     except (OSError, ValueError) as error:
