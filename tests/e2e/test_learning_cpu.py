@@ -25,12 +25,16 @@ from medical_team.vocab import Role
 pytestmark = pytest.mark.e2e
 
 STEPS = 16
-WINDOW = 3  # steps pooled for the start rate and for the end rate
-MARGIN = 0.25  # how far each rate must move; the measured moves are in docs/results/learning-probe.md
+START_WINDOW = 3  # steps pooled for the start rate (a sanity check of the measurement)
+END_WINDOW = 5  # steps pooled for the end rate: about 80 assessor and 40 attacker turns
 # Each behaviour is an exact half of the vocabulary and a random model's first token is near uniform, so
-# every rate starts at 0.5; the first steps' measured rate (about 24 attacker turns) is only a noisy estimate.
+# every rate starts at 0.5. A model that does not learn stays there: pooled over END_WINDOW steps its end
+# rate has a standard deviation of about 0.08 (attacker), so an end rate MARGIN away from 0.5 for all four
+# role x run checks at once does not happen by chance, while a learning run ends 0.3-0.5 away (measured:
+# docs/results/learning-probe.md).
 START = 0.5
-START_TOLERANCE = 0.35  # a sanity check of the measurement, wide enough for ~24 sampled attacker turns
+MARGIN = 0.15
+START_TOLERANCE = 0.35  # the first steps' rate is a noisy estimate (about 24 attacker turns)
 PROBE_OVERRIDES = (
     "medplay.learning_probe.enabled=true",
     # 16 games a step (about 8 of them adversarial, so about 8 attacker turns and 16 assessor turns).
@@ -64,8 +68,8 @@ def pooled(rates: list[tuple[float, float]]) -> float:
 
 
 def start_and_end(rates: list[tuple[float, float]]) -> tuple[float, float]:
-    """The pooled rate of the first and of the last WINDOW steps."""
-    return pooled(rates[:WINDOW]), pooled(rates[-WINDOW:])
+    """The pooled rate of the first START_WINDOW and of the last END_WINDOW steps."""
+    return pooled(rates[:START_WINDOW]), pooled(rates[-END_WINDOW:])
 
 
 @pytest.fixture(scope="module")
