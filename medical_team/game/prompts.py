@@ -6,6 +6,7 @@ chat template renders, so the model starts inside an open `<think>` block.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from medical_team.data.records import GameSeed
@@ -103,15 +104,24 @@ def with_thinking_prefix(rendered_prompt: str) -> str:
     return rendered_prompt + THINKING_PREFIX
 
 
-def render_prompt(tokenizer: Any, messages: list[Message], native_thinking: bool = False) -> str:
+def render_prompt(
+    tokenizer: Any,
+    messages: list[Message],
+    native_thinking: bool = False,
+    template_kwargs: Mapping[str, Any] | None = None,
+) -> str:
     """The exact text a model continues: the chat template, then the thinking prefix.
 
     With `native_thinking` the template's own thinking mode is used (Qwen3 `enable_thinking`) and the
-    prompt ends with the model's `<think>` opener instead of the game's prefix.
+    prompt ends with the model's `<think>` opener instead of the game's prefix. `template_kwargs` go to
+    the chat template (verl's `data.apply_chat_template_kwargs` in training).
     """
+    kwargs = dict(template_kwargs or {})
     if native_thinking:
         rendered = tokenizer.apply_chat_template(
-            messages, tokenize=False, add_generation_prompt=True, enable_thinking=True
+            messages, tokenize=False, add_generation_prompt=True, **{**kwargs, "enable_thinking": True}
         )
         return rendered if rendered.rstrip().endswith("<think>") else rendered + NATIVE_THINK_OPEN
-    return with_thinking_prefix(tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True))
+    return with_thinking_prefix(
+        tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True, **kwargs)
+    )

@@ -22,7 +22,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 from medical_team.data.records import GameSeed
 from medical_team.game import GameConfig, GameOutcome, JudgeStats, call_judge, judge_request, note_for_assessor, settle
 from medical_team.game.judging import JudgeVerdict
-from medical_team.game.prompts import Message, assessor_messages, attacker_messages, with_thinking_prefix
+from medical_team.game.prompts import Message, assessor_messages, attacker_messages, render_prompt
 from medical_team.judge.gold_probe import count_correct
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.verl_ext.judge_factory import judge_executor, selfplay_gold_probes, selfplay_judge
@@ -72,11 +72,9 @@ class _TurnPlayer(AgentLoopBase):
     """Renders chat messages with the thinking prefix and generates one turn through verl's rollout server."""
 
     def _prompt_ids(self, messages: list[Message]) -> list[int]:
-        """Chat template + THINKING_PREFIX, tokenized, left-truncated to rollout.prompt_length."""
-        rendered = self.tokenizer.apply_chat_template(
-            messages, add_generation_prompt=True, tokenize=False, **self.apply_chat_template_kwargs
-        )
-        ids = self.tokenizer.encode(with_thinking_prefix(rendered), add_special_tokens=False)
+        """The game's prompt (`render_prompt`: chat template + thinking prefix), tokenized, left-truncated."""
+        rendered = render_prompt(self.tokenizer, messages, template_kwargs=self.apply_chat_template_kwargs)
+        ids = self.tokenizer.encode(rendered, add_special_tokens=False)
         return self._cap_text_prompt_length(ids)
 
     async def _play(self, role: Role, messages: list[Message], sampling_params: dict[str, Any]) -> Turn:
