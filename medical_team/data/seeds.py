@@ -11,6 +11,23 @@ from medical_team.data.records import GameSeed, MedecNote
 from medical_team.vocab import Category, Label
 
 
+def _no_error_seed(note: MedecNote, text: str, sentences: tuple[str, ...]) -> GameSeed:
+    """A benign seed of `note` (label `no_error`, no error fields) with this text and these sentences."""
+    return GameSeed(
+        note_id=note.text_id,
+        pair_id=note.text_id,
+        category=Category.VANILLA_BENIGN,
+        label=Label.NO_ERROR,
+        text=text,
+        error_type=None,
+        error_sentence_id=-1,
+        error_sentence=None,
+        corrected_sentence=None,
+        source_file=note.source_file,
+        sentences=sentences,
+    )
+
+
 def harmful_seed(note: MedecNote) -> GameSeed:
     """The error note as written (label `error`); its category is set by `assign_categories`."""
     return GameSeed(
@@ -36,36 +53,12 @@ def benign_seed(note: MedecNote) -> GameSeed:
     """
     sentences = list(note.sentences)
     sentences[note.error_sentence_id] = note.corrected_sentence or ""
-    return GameSeed(
-        note_id=note.text_id,
-        pair_id=note.text_id,
-        category=Category.VANILLA_BENIGN,
-        label=Label.NO_ERROR,
-        text=note.corrected_text or "",
-        error_type=None,
-        error_sentence_id=-1,
-        error_sentence=None,
-        corrected_sentence=None,
-        source_file=note.source_file,
-        sentences=tuple(sentences),
-    )
+    return _no_error_seed(note, note.corrected_text or "", tuple(sentences))
 
 
 def clean_seed(note: MedecNote) -> GameSeed:
     """A note with `Error Flag = 0` as a further benign seed (its own pair)."""
-    return GameSeed(
-        note_id=note.text_id,
-        pair_id=note.text_id,
-        category=Category.VANILLA_BENIGN,
-        label=Label.NO_ERROR,
-        text=note.text,
-        error_type=None,
-        error_sentence_id=-1,
-        error_sentence=None,
-        corrected_sentence=None,
-        source_file=note.source_file,
-        sentences=note.sentences,
-    )
+    return _no_error_seed(note, note.text, note.sentences)
 
 
 def unplayed_seeds(notes: Iterable[MedecNote], include_clean_notes: bool = False) -> list[GameSeed]:
