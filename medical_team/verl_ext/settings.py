@@ -5,6 +5,7 @@ Every problem is reported at once, each naming the key, the value, and what is a
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -105,6 +106,12 @@ class SelfPlaySettings:
 
 
 _TOP_KEYS = {"training_mode", "adversarial_games", "rewards", "judge"}
+# Keys of `medplay:` that other parts of the product read (the launcher, reliability): checked here for
+# spelling and type, so a typo never passes silently.
+_PATH_KEYS = {"output_dir", "data_dir", "metrics_file"}
+_RUN_KEYS = _PATH_KEYS | {"stop_grace_s", "guards", "model", "learning_probe"}
+_GUARD_KEYS = {"max_non_finite_steps"}
+_MODEL_KEYS = {"path", "build_tiny"}
 _REWARD_KEYS = {"scheme", "localisation_bonus", "remove_ties"}
 _JUDGE_KEYS = set(JudgeSettings.__dataclass_fields__)
 _SERVE_KEYS = set(ServeSettings.__dataclass_fields__)
@@ -112,12 +119,40 @@ _PROBE_KEYS = set(ProbeSettings.__dataclass_fields__)
 
 
 def _unknown(section: Mapping[str, Any], allowed: set[str], prefix: str) -> list[str]:
-    """One problem line per key of `section` that is not in `allowed`."""
-    return [
-        f"medplay.{prefix}{key}: unknown key; known keys: {', '.join(sorted(allowed))}"
-        for key in section
-        if key not in allowed
-    ]
+    """One problem line per key of `section` that is not in `allowed`, with the closest known key."""
+    problems = []
+    for key in section:
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), sorted(allowed), n=1)
+            hint = f"did you mean medplay.{prefix}{close[0]}? " if close else ""
+            problems.append(f"medplay.{prefix}{key}: unknown key; {hint}known keys: {', '.join(sorted(allowed))}")
+    return problems
+
+
+def _is_number(value: Any) -> bool:
+    """True for an int or float (YAML's true/false are not numbers)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _run_settings(section: Mapping[str, Any], problems: list[str]) -> None:
+    """Check the spelling and types of the `medplay:` keys that the launcher and reliability code read."""
+    problems += _unknown(section, _TOP_KEYS | _RUN_KEYS, "")
+    for key in sorted(_PATH_KEYS & set(section)):
+        if not (isinstance(section[key], str) and section[key]):
+            problems.append(f"medplay.{key}: {section[key]!r} must be a path (a non-empty string)")
+    if "stop_grace_s" in section and not (_is_number(section["stop_grace_s"]) and section["stop_grace_s"] > 0):
+        problems.append(f"medplay.stop_grace_s: {section['stop_grace_s']!r} must be a number of seconds > 0")
+    guards = section.get("guards") or {}
+    problems += _unknown(guards, _GUARD_KEYS, "guards.")
+    steps = guards.get("max_non_finite_steps", 1)
+    if isinstance(steps, bool) or not (isinstance(steps, int) and steps >= 1):
+        problems.append(f"medplay.guards.max_non_finite_steps: {steps!r} must be an integer >= 1")
+    model = section.get("model") or {}
+    problems += _unknown(model, _MODEL_KEYS, "model.")
+    if "path" in model and not (isinstance(model["path"], str) and model["path"]):
+        problems.append(f"medplay.model.path: {model['path']!r} must be a folder or hub id (a non-empty string)")
+    if not isinstance(model.get("build_tiny", False), bool):
+        problems.append(f"medplay.model.build_tiny: {model['build_tiny']!r} must be true or false")
 
 
 def _missing(section: Mapping[str, Any], required: set[str], prefix: str) -> list[str]:
@@ -148,8 +183,8 @@ def _judge_settings(section: Mapping[str, Any], problems: list[str]) -> JudgeSet
         )
     if settings.backend in ("vllm", "hf") and not settings.model:
         problems.append(f"medplay.judge.model: required when judge.backend is {settings.backend} (a local model folder)")
-    if not settings.timeout_s > 0:
-        problems.append(f"medplay.judge.timeout_s: {settings.timeout_s!r} must be > 0")
+    if not (_is_number(settings.timeout_s) and settings.timeout_s > 0):
+        problems.append(f"medplay.judge.timeout_s: {settings.timeout_s!r} must be a number of seconds > 0")
     for key in ("gold_probe_fraction", "gold_accuracy_floor"):
         value = getattr(settings, key)
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
@@ -158,7 +193,8 @@ def _judge_settings(section: Mapping[str, Any], problems: list[str]) -> JudgeSet
         value = getattr(settings, key)
         if not (isinstance(value, int) and value >= 1):
             problems.append(f"medplay.judge.{key}: {value!r} must be an integer >= 1")
-    if not 0 < settings.min_length_ratio <= 1 <= settings.max_length_ratio:
+    ratios = (settings.min_length_ratio, settings.max_length_ratio)
+    if not (all(map(_is_number, ratios)) and 0 < ratios[0] <= 1 <= ratios[1]):
         problems.append(
             f"medplay.judge.min_length_ratio/max_length_ratio: [{settings.min_length_ratio}, "
             f"{settings.max_length_ratio}] must satisfy 0 < min <= 1 <= max"
@@ -175,7 +211,7 @@ def _serve_settings(section: Mapping[str, Any], problems: list[str]) -> ServeSet
         problems.append(f"medplay.judge.serve.extra_args: {extra!r} must be a list of strings")
         extra = ()
     settings = ServeSettings(**{**values, "extra_args": tuple(extra)})
-    if not 0 < settings.gpu_memory_utilization < 1:
+    if not (_is_number(settings.gpu_memory_utilization) and 0 < settings.gpu_memory_utilization < 1):
         problems.append(f"medplay.judge.serve.gpu_memory_utilization: {settings.gpu_memory_utilization!r} must be in (0, 1)")
     positive = ("max_num_seqs", "max_tokens", "concurrency", "kv_cache_memory_bytes", "max_model_len")
     for key in positive:
@@ -184,7 +220,7 @@ def _serve_settings(section: Mapping[str, Any], problems: list[str]) -> ServeSet
             problems.append(f"medplay.judge.serve.{key}: {value!r} must be an integer >= 1")
     if not (isinstance(settings.port, int) and 0 <= settings.port < 65536):
         problems.append(f"medplay.judge.serve.port: {settings.port!r} must be 0 (a free port) or a port number")
-    if not settings.startup_timeout_s > 0:
+    if not (_is_number(settings.startup_timeout_s) and settings.startup_timeout_s > 0):
         problems.append(f"medplay.judge.serve.startup_timeout_s: {settings.startup_timeout_s!r} must be > 0")
     return settings
 
@@ -204,11 +240,17 @@ def _game_config(section: Mapping[str, Any], problems: list[str]) -> GameConfig:
     problems += _unknown(section, _REWARD_KEYS, "rewards.")
     problems += _missing(section, _REWARD_KEYS, "rewards.")
     scheme = _choice(section.get("scheme"), tuple(s.value for s in RewardScheme), "rewards.scheme", problems)
+    if not _is_number(section.get("localisation_bonus", 0.0)):
+        problems.append(f"medplay.rewards.localisation_bonus: {section['localisation_bonus']!r} must be a number")
+    if not isinstance(section.get("remove_ties", True), bool):
+        problems.append(f"medplay.rewards.remove_ties: {section['remove_ties']!r} must be true or false")
     try:
         rewards = RewardConfig(
             scheme=scheme if scheme in {s.value for s in RewardScheme} else RewardScheme.GENERAL_SUM,
-            localisation_bonus=float(section.get("localisation_bonus", 0.0)),
-            remove_ties=bool(section.get("remove_ties", True)),
+            localisation_bonus=float(section.get("localisation_bonus", 0.0))
+            if _is_number(section.get("localisation_bonus", 0.0))
+            else 0.0,
+            remove_ties=section.get("remove_ties", True) is not False,
         )
     except (TypeError, ValueError) as error:
         problems.append(f"medplay.rewards: {error}")
@@ -220,8 +262,8 @@ def selfplay_settings(section: Mapping[str, Any] | None) -> SelfPlaySettings:
     """Validate the `medplay:` config section; raises UserInputError listing every problem."""
     if section is None:
         raise UserInputError("the training config has no `medplay:` section", field="medplay")
-    # Other keys of `medplay:` belong to other parts of the product (launch, reliability) and are theirs to check.
     problems = _missing(section, _TOP_KEYS, "")
+    _run_settings(section, problems)
     mode = _choice(section.get("training_mode"), tuple(m.value for m in TrainingMode), "training_mode", problems)
     adversarial = section.get("adversarial_games", True)
     if not isinstance(adversarial, bool):

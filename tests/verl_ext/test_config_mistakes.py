@@ -1,0 +1,69 @@
+"""A mistake anywhere in the `medplay:` section of the composed config stops the run before Ray, naming key and fix.
+
+Each case is a real Hydra override of configs/medplay.yaml + cpu-smoke, composed the way `medplay train`
+composes it (`compose_config`), then validated the way it validates (`settings_from_trainer_config`).
+A profile file holding the same key reaches the same composed config, so it is caught the same way.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from medical_team.cli import main
+from medical_team.errors import UserInputError
+from medical_team.verl_ext.launch import compose_config
+from medical_team.verl_ext.settings import settings_from_trainer_config
+
+# (override, what the message must say)
+BAD_CONFIGS = [
+    ("+medplay.stop_grace=3", "medplay.stop_grace: unknown key; did you mean medplay.stop_grace_s?"),
+    ("+medplay.modle.path=/models/x", "medplay.modle: unknown key; did you mean medplay.model?"),
+    ("+medplay.model.pth=/models/x", "medplay.model.pth: unknown key; did you mean medplay.model.path?"),
+    ("+medplay.judge.timeot_s=30", "medplay.judge.timeot_s: unknown key; did you mean medplay.judge.timeout_s?"),
+    ("+medplay.judge.serve.gpu_memory=0.3", "did you mean medplay.judge.serve.gpu_memory_utilization?"),
+    ("+medplay.guards.max_nan_steps=2", "did you mean medplay.guards.max_non_finite_steps?"),
+    ("+medplay.rewards.schema=zero_sum", "medplay.rewards.schema: unknown key; did you mean medplay.rewards.scheme?"),
+    ("+medplay.learning_probe.enable=true", "did you mean medplay.learning_probe.enabled?"),
+    ("medplay.judge.timeout_s=abc", "medplay.judge.timeout_s: 'abc' must be a number of seconds > 0"),
+    ("medplay.stop_grace_s=-5", "medplay.stop_grace_s: -5 must be a number of seconds > 0"),
+    ("medplay.guards.max_non_finite_steps=0", "medplay.guards.max_non_finite_steps: 0 must be an integer >= 1"),
+    ("medplay.model.build_tiny=yes", "medplay.model.build_tiny: 'yes' must be true or false"),
+    ("medplay.training_mode=jiont", "medplay.training_mode: 'jiont' is not one of joint, assessor, attacker"),
+    ("medplay.adversarial_games=maybe", "medplay.adversarial_games: 'maybe' must be true or false"),
+    ("medplay.rewards.scheme=zero", "medplay.rewards.scheme: 'zero' is not one of"),
+    ("medplay.rewards.remove_ties=sometimes", "medplay.rewards.remove_ties: 'sometimes' must be true or false"),
+    ("medplay.rewards.localisation_bonus=high", "medplay.rewards.localisation_bonus: 'high' must be a number"),
+    ("medplay.judge.serve.port=99999", "medplay.judge.serve.port: 99999 must be 0 (a free port) or a port number"),
+    ("medplay.judge.gold_probe_fraction=2", "medplay.judge.gold_probe_fraction: 2 must be a number in [0, 1]"),
+    ("medplay.judge.min_length_ratio=abc", "medplay.judge.min_length_ratio/max_length_ratio"),
+]
+
+
+def problems_of(*overrides: str) -> str:
+    """The validation message for cpu-smoke with these overrides ('' when the config is valid)."""
+    try:
+        settings_from_trainer_config(compose_config(["profile=cpu-smoke", *overrides]))
+    except UserInputError as error:
+        return str(error)
+    return ""
+
+
+def test_the_shipped_config_is_valid() -> None:
+    assert problems_of() == ""
+
+
+@pytest.mark.parametrize(("override", "expected"), BAD_CONFIGS, ids=[case[0] for case in BAD_CONFIGS])
+def test_each_mistake_is_named_with_its_fix(override: str, expected: str) -> None:
+    assert expected in problems_of(override)
+
+
+def test_every_mistake_is_listed_at_once() -> None:
+    message = problems_of(*(override for override, _ in BAD_CONFIGS[:6]))
+    for _, expected in BAD_CONFIGS[:6]:
+        assert expected in message
+
+
+def test_medplay_train_exits_2_before_ray_with_one_message(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["train", "profile=cpu-smoke", "+medplay.stop_grace=3"]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean medplay.stop_grace_s?" in err and "Traceback" not in err
