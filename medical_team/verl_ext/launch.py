@@ -241,9 +241,11 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     from medical_team.verl_ext.served_judge import serve_judge
     from medical_team.verl_ext.settings import settings_from_trainer_config
     from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
+    from medical_team.verl_ext.verl_keys import unknown_verl_keys
 
     config = compose_config(overrides)
-    settings = settings_from_trainer_config(config)  # every problem of the `medplay:` section at once, before Ray
+    # Every problem of the config at once, before Ray: verl keys verl does not define, then the `medplay:` section.
+    settings = settings_from_trainer_config(config, unknown_verl_keys(config))
     check_data(config)
     check_judge(settings.judge)
     paths = run_paths(config, run_log_path(config))

@@ -6,7 +6,7 @@ Every problem is reported at once, each naming the key, the value, and what is a
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -258,11 +258,11 @@ def _game_config(section: Mapping[str, Any], problems: list[str]) -> GameConfig:
     return GameConfig(rewards=rewards)
 
 
-def selfplay_settings(section: Mapping[str, Any] | None) -> SelfPlaySettings:
-    """Validate the `medplay:` config section; raises UserInputError listing every problem."""
+def selfplay_settings(section: Mapping[str, Any] | None, other_problems: Sequence[str] = ()) -> SelfPlaySettings:
+    """Validate the `medplay:` config section; raises UserInputError listing every problem (`other_problems` too)."""
     if section is None:
         raise UserInputError("the training config has no `medplay:` section", field="medplay")
-    problems = _missing(section, _TOP_KEYS, "")
+    problems = [*other_problems, *_missing(section, _TOP_KEYS, "")]
     _run_settings(section, problems)
     mode = _choice(section.get("training_mode"), tuple(m.value for m in TrainingMode), "training_mode", problems)
     adversarial = section.get("adversarial_games", True)
@@ -274,15 +274,15 @@ def selfplay_settings(section: Mapping[str, Any] | None) -> SelfPlaySettings:
     if mode == TrainingMode.ATTACKER.value and adversarial is False:
         problems.append("medplay.adversarial_games: false leaves training_mode attacker nothing to train on")
     if problems:
-        raise UserInputError("invalid training config:\n  " + "\n  ".join(problems), field="medplay")
+        raise UserInputError("invalid training config:\n  " + "\n  ".join(problems), field="config")
     return SelfPlaySettings(
         training_mode=TrainingMode(mode), adversarial_games=adversarial, game=game, judge=judge, probe=probe
     )
 
 
-def settings_from_trainer_config(config: Any) -> SelfPlaySettings:
+def settings_from_trainer_config(config: Any, other_problems: Sequence[str] = ()) -> SelfPlaySettings:
     """SelfPlaySettings from verl's whole trainer config (a DictConfig with a `medplay:` section)."""
     from omegaconf import OmegaConf
 
     section = config.get("medplay") if hasattr(config, "get") else None
-    return selfplay_settings(None if section is None else OmegaConf.to_container(section, resolve=True))
+    return selfplay_settings(None if section is None else OmegaConf.to_container(section, resolve=True), other_problems)

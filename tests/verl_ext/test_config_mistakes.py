@@ -1,8 +1,9 @@
-"""A mistake anywhere in the `medplay:` section of the composed config stops the run before Ray, naming key and fix.
+"""A mistake anywhere in the composed config stops the run before Ray, naming key and fix, all at once.
 
 Each case is a real Hydra override of configs/medplay.yaml + cpu-smoke, composed the way `medplay train`
-composes it (`compose_config`), then validated the way it validates (`settings_from_trainer_config`).
-A profile file holding the same key reaches the same composed config, so it is caught the same way.
+composes it (`compose_config`), then validated the way it validates (verl keys that verl does not define,
+then `settings_from_trainer_config`). A profile file holding the same key reaches the same composed
+config, so it is caught the same way.
 """
 
 from __future__ import annotations
@@ -11,8 +12,11 @@ import pytest
 
 from medical_team.cli import main
 from medical_team.errors import UserInputError
-from medical_team.verl_ext.launch import compose_config
+from medical_team.verl_ext.launch import available_profiles, compose_config, compose_raw
 from medical_team.verl_ext.settings import settings_from_trainer_config
+from medical_team.verl_ext.verl_keys import unknown_verl_keys, verl_base_config
+
+VERL_BASE = verl_base_config()
 
 # (override, what the message must say)
 BAD_CONFIGS = [
@@ -36,20 +40,38 @@ BAD_CONFIGS = [
     ("medplay.judge.serve.port=99999", "medplay.judge.serve.port: 99999 must be 0 (a free port) or a port number"),
     ("medplay.judge.gold_probe_fraction=2", "medplay.judge.gold_probe_fraction: 2 must be a number in [0, 1]"),
     ("medplay.judge.min_length_ratio=abc", "medplay.judge.min_length_ratio/max_length_ratio"),
+    # verl's part: keys its own ppo_trainer config does not define
+    ("+trainer.totl_epochs=2", "trainer.totl_epochs: verl 0.9.1 does not define this key; did you mean trainer.total_epochs?"),
+    ("+data.max_promt_length=512", "data.max_promt_length: verl 0.9.1 does not define this key; did you mean data.max_prompt_length?"),
+    ("+actor_rollout_ref.actor.optim.lrr=1e-5", "did you mean actor_rollout_ref.actor.optim.lr?"),
 ]
 
 
 def problems_of(*overrides: str) -> str:
     """The validation message for cpu-smoke with these overrides ('' when the config is valid)."""
     try:
-        settings_from_trainer_config(compose_config(["profile=cpu-smoke", *overrides]))
+        config = compose_config(["profile=cpu-smoke", *overrides])
+        settings_from_trainer_config(config, unknown_verl_keys(config, VERL_BASE))
     except UserInputError as error:
         return str(error)
     return ""
 
 
+@pytest.mark.parametrize("profile", available_profiles())
+def test_every_shipped_profile_defines_only_keys_verl_reads(profile: str) -> None:
+    assert unknown_verl_keys(compose_raw([f"profile={profile}"]), VERL_BASE) == []
+
+
 def test_the_shipped_config_is_valid() -> None:
     assert problems_of() == ""
+
+
+def test_free_form_subtrees_and_keys_verl_reads_are_not_typos() -> None:
+    assert problems_of(
+        "+actor_rollout_ref.model.override_config.rope_theta=10000",
+        "+ray_kwargs.ray_init.object_store_memory=1000000000",
+        "+actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space=1",
+    ) == ""
 
 
 @pytest.mark.parametrize(("override", "expected"), BAD_CONFIGS, ids=[case[0] for case in BAD_CONFIGS])
@@ -58,12 +80,14 @@ def test_each_mistake_is_named_with_its_fix(override: str, expected: str) -> Non
 
 
 def test_every_mistake_is_listed_at_once() -> None:
-    message = problems_of(*(override for override, _ in BAD_CONFIGS[:6]))
-    for _, expected in BAD_CONFIGS[:6]:
+    cases = [*BAD_CONFIGS[:6], *BAD_CONFIGS[-3:]]
+    message = problems_of(*(override for override, _ in cases))
+    for _, expected in cases:
         assert expected in message
 
 
 def test_medplay_train_exits_2_before_ray_with_one_message(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["train", "profile=cpu-smoke", "+medplay.stop_grace=3"]) == 2
+    assert main(["train", "profile=cpu-smoke", "+medplay.stop_grace=3", "+trainer.totl_epochs=2"]) == 2
     err = capsys.readouterr().err
-    assert "did you mean medplay.stop_grace_s?" in err and "Traceback" not in err
+    assert "did you mean medplay.stop_grace_s?" in err and "did you mean trainer.total_epochs?" in err
+    assert "Traceback" not in err

@@ -1,0 +1,68 @@
+"""Keys of the composed training config that verl 0.9.1's own `ppo_trainer` does not define: typos, unless listed.
+
+Hydra accepts a `+key=value` override and any key a profile file adds, so `trainer.totl_epochs` in a
+profile would otherwise be ignored without a word. `medplay:` is checked by `settings.py`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterator
+
+from omegaconf import DictConfig, OmegaConf
+
+from medical_team.verl_ext.verl_version import VERL_VERSION
+
+# Subtrees whose keys are free-form (passed on as keyword arguments), or medplay's own section.
+FREE_FORM = (
+    "actor_rollout_ref.model.override_config",  # Hugging Face config overrides
+    "actor_rollout_ref.rollout.engine_kwargs",  # vLLM engine arguments
+    "ray_kwargs.ray_init",  # ray.init arguments
+    "reward.custom_reward_function.reward_kwargs",  # keyword arguments of the reward function
+    "medplay",  # validated by medical_team/verl_ext/settings.py
+    "hydra",
+)
+_FREE_SUBKEYS = tuple(tree + "." for tree in FREE_FORM)
+# Keys verl reads (with a default) but does not declare in its YAML; each needs `+` on the command line.
+READ_NOT_DECLARED = {
+    "actor_rollout_ref.rollout.agent.agent_loop_manager_class": "the agent-loop manager verl loads",
+    "actor_rollout_ref.rollout.enable_sleep_mode": "vLLM sleep mode (off on CPU, where vLLM rejects it)",
+}
+
+
+def _key_paths(config: DictConfig, prefix: str = "") -> Iterator[str]:
+    """Every key path of `config`, parents before children, without resolving interpolations."""
+    for key in config:
+        path = f"{prefix}{key}"
+        yield path
+        node = config._get_node(key)
+        if isinstance(node, DictConfig) and not node._is_none():
+            yield from _key_paths(node, path + ".")
+
+
+def verl_base_config() -> DictConfig:
+    """verl's own `ppo_trainer` config, composed from the installed verl package and resolved."""
+    from hydra import compose, initialize_config_module
+
+    with initialize_config_module(config_module="verl.trainer.config", version_base=None):
+        base = compose(config_name="ppo_trainer")
+    OmegaConf.resolve(base)  # as the run's config is: interpolated subtrees (e.g. rollout.mtp) get their keys
+    return base
+
+
+def unknown_verl_keys(config: DictConfig, base: DictConfig | None = None) -> list[str]:
+    """One problem line per key verl does not define (outside the free-form subtrees), with the closest key."""
+    known = set(_key_paths(base if base is not None else verl_base_config()))
+    problems = []
+    for path in _key_paths(config):
+        if path in known or path in READ_NOT_DECLARED or path in FREE_FORM or path.startswith(_FREE_SUBKEYS):
+            continue
+        parent = path.rpartition(".")[0]
+        if parent and parent not in known and parent not in READ_NOT_DECLARED:
+            continue  # only the first unknown level of a path is reported
+        siblings = [k.rpartition(".")[2] for k in known if k.rpartition(".")[0] == parent]
+        close = difflib.get_close_matches(path.rpartition(".")[2], siblings, n=1)
+        hint = f"; did you mean {parent + '.' if parent else ''}{close[0]}?" if close else ""
+        problems.append(f"{path}: verl {VERL_VERSION} does not define this key{hint}")
+    return problems
+
