@@ -85,7 +85,8 @@ class Runs:
 
     root: Path
     killed: KilledRun
-    resumed_console: str
+    resumed_stdout: str
+    resumed_stderr: str
     resumed_log: str
 
 
@@ -98,7 +99,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     convert(root / "data")
     killed = train_and_kill(root, KILLED_RUN_STEPS, after_save_of=KILL_AFTER_SAVE_OF)
     resumed = train(root, FINAL_STEPS, "trainer.resume_mode=auto")
-    return Runs(root, killed, resumed.stdout + resumed.stderr, full_log(resumed.stdout))
+    return Runs(root, killed, resumed.stdout, resumed.stderr, full_log(resumed.stdout))
 
 
 @pytest.fixture(scope="module")
@@ -156,15 +157,18 @@ def test_resume_continues_from_the_saved_step(runs: Runs) -> None:
 
 
 def test_console_is_short_and_ends_with_the_summary_and_paths(runs: Runs) -> None:
-    lines = runs.resumed_console.splitlines()
-    assert len(lines) < CONSOLE_LINE_LIMIT, runs.resumed_console
-    assert f"step {KILL_AFTER_SAVE_OF + 1}/{FINAL_STEPS} [" in runs.resumed_console  # the progress line
+    console = runs.resumed_stdout + runs.resumed_stderr
+    assert len(console.splitlines()) < CONSOLE_LINE_LIMIT, console
+    lines = runs.resumed_stdout.splitlines()
+    assert f"step {KILL_AFTER_SAVE_OF + 1}/{FINAL_STEPS} [" in runs.resumed_stdout  # the progress line
     for line, step in zip(lines[-FINAL_STEPS - 3 : -3], range(1, FINAL_STEPS + 1), strict=True):
         assert line.startswith(f"step {step}: timing_s/step="), line
     assert lines[-3].startswith(f"checkpoints: {runs.root / 'checkpoints'} (latest step: {FINAL_STEPS})")
     assert lines[-2] == f"metrics: {runs.root / 'checkpoints' / 'metrics.jsonl'}"
     assert lines[-1].startswith(f"log: {runs.root / 'logs'}/train-")
-    assert "Traceback" not in runs.resumed_console and "WARNING" not in runs.resumed_console
+    assert "Traceback" not in console and "WARNING" not in console
+    # stderr holds only what medplay says there (cpu-smoke's `rules` judge is warned about).
+    assert all(line.startswith("medplay: ") for line in runs.resumed_stderr.splitlines()), runs.resumed_stderr
 
 
 def test_metrics_file_keeps_the_steps_logged_before_the_kill(runs: Runs) -> None:
