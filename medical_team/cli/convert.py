@@ -9,6 +9,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from medical_team.cli.arg_types import int_at_least
 from medical_team.vocab import BenignAttackMode
 
 
@@ -20,17 +21,6 @@ def _ratio(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
     if not 0.0 < value < 1.0:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1 (exclusive), got {text}")
-    return value
-
-
-def _seed(text: str) -> int:
-    """argparse type: a non-negative integer (numpy's generators take no negative seeds)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text}")
     return value
 
 
@@ -52,7 +42,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--benchmark", metavar="CSV", help="held-out MEDEC CSV for evaluation (default: the bundled MEDEC-MS test file)"
     )
     parser.add_argument("--output", required=True, metavar="DIR", help="directory for the output files")
-    parser.add_argument("--seed", type=_seed, default=0, help="seed of the category draw and the split (default 0)")
+    parser.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the category draw and the split (default 0)")
     parser.add_argument(
         "--val-ratio", type=_ratio, default=0.1, metavar="F", help="share of case groups for validation (default 0.1)"
     )

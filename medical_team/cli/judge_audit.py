@@ -10,20 +10,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from medical_team.cli.arg_types import int_at_least
 from medical_team.errors import UserInputError
 
 BACKEND_CHOICES = ("rules", "hf", "openai")
-
-
-def _positive(text: str) -> int:
-    """An integer >= 1 (argparse type)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
 
 
 def _judge(args: argparse.Namespace):
@@ -95,11 +85,11 @@ def add_audit_parser(actions: argparse._SubParsersAction) -> None:
     audit.add_argument("--device", default="cpu", help="hf: torch device (default: cpu)")
     audit.add_argument("--dtype", default="auto", help="hf: torch dtype (default: auto)")
     audit.add_argument("--allow-download", action="store_true", help="hf: allow downloading the model from the hub")
-    audit.add_argument("--max-new-tokens", type=_positive, default=128, help="tokens the judge model may write")
-    audit.add_argument("--batch-size", type=_positive, default=16, help="requests per judge call")
+    audit.add_argument("--max-new-tokens", type=int_at_least(1), default=128, help="tokens the judge model may write")
+    audit.add_argument("--batch-size", type=int_at_least(1), default=16, help="requests per judge call")
     audit.add_argument("--input", nargs="+", metavar="CSV", help="MEDEC CSVs (default: the bundled validation file)")
     audit.add_argument("--split", choices=("train", "val", "all"), default="val", help="seeds of this split (val)")
     audit.add_argument("--seed", type=int, default=0, help="the category draw and split seed of `medplay convert` (0)")
-    audit.add_argument("--pairs", type=_positive, help="use only the first N error notes (7 gold items each)")
+    audit.add_argument("--pairs", type=int_at_least(1), help="use only the first N error notes (7 gold items each)")
     audit.add_argument("--require-pass", action="store_true", help="exit 1 when the judge misses a threshold")
     audit.set_defaults(run=run_audit_command)

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from pathlib import Path
 
-from medical_team.cli.train import DEFAULT_PROBE_REPORT, PROBE_REPORT_ENV, with_profile
+from medical_team.cli.train import PROBE_REPORT_ENV, add_profile_arguments, probe_report_path, with_profile
 
 # Shown per step after training; the metrics file holds every metric verl logs.
 SUMMARY_METRICS = ("train/loss", "val/loss", "train/grad_norm", "train/lr")
@@ -36,8 +35,7 @@ def run(args: argparse.Namespace) -> int:
     """Fine-tune, then print the loss per step and where the model folder is."""
     from medical_team.verl_ext.sft import sft
 
-    report = Path(args.probe_report or os.environ.get(PROBE_REPORT_ENV) or DEFAULT_PROBE_REPORT)
-    paths = sft(with_profile(list(args.overrides), report))
+    paths = sft(with_profile(list(args.overrides), probe_report_path(args)))
     for line in loss_lines(paths.metrics_file):
         print(line)
     print(f"metrics: {paths.metrics_file}")
@@ -55,8 +53,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "configs/medplay.yaml + configs/sft/, e.g. `profile=cpu-smoke sft.trainer.total_training_steps=20`. "
         f"Without `profile=`, the probe's choice (probe.json, or ${PROBE_REPORT_ENV}) is used, else cpu-smoke.",
     )
-    parser.add_argument(
-        "--probe-report", help=f"probe report to take the profile from (default: {DEFAULT_PROBE_REPORT})"
-    )
-    parser.add_argument("overrides", nargs="*", help="Hydra overrides (key=value)")
+    add_profile_arguments(parser)
     parser.set_defaults(run=run)

@@ -48,6 +48,19 @@ def with_profile(overrides: list[str], report: Path) -> list[str]:
     return [f"profile={probe_profile(report) or DEFAULT_PROFILE}", *overrides]
 
 
+def probe_report_path(args: argparse.Namespace) -> Path:
+    """The probe report to take the profile from: --probe-report, else $MEDPLAY_PROBE_REPORT, else probe.json."""
+    return Path(args.probe_report or os.environ.get(PROBE_REPORT_ENV) or DEFAULT_PROBE_REPORT)
+
+
+def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--probe-report` and the Hydra overrides, shared by the commands that compose the training config."""
+    parser.add_argument(
+        "--probe-report", help=f"probe report to take the profile from (default: {DEFAULT_PROBE_REPORT})"
+    )
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides (key=value)")
+
+
 def step_lines(metrics_file: Path) -> list[str]:
     """One readable line per logged step (the last record of a step wins), from verl's metrics JSONL."""
     if not metrics_file.is_file():
@@ -72,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     from medical_team.verl_ext.launch import train
     from medical_team.verl_ext.run_errors import one_line, run_stopping_cause
 
-    report = Path(args.probe_report or os.environ.get(PROBE_REPORT_ENV) or DEFAULT_PROBE_REPORT)
+    report = probe_report_path(args)
     overrides = with_profile(list(args.overrides), report)
     print(f"medplay train: {' '.join(overrides)}", flush=True)
     try:
@@ -105,10 +118,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         f"(probe.json, or ${PROBE_REPORT_ENV}) is used, else {DEFAULT_PROFILE}.",
     )
     parser.add_argument(
-        "--probe-report", help=f"probe report to take the profile from (default: {DEFAULT_PROBE_REPORT})"
-    )
-    parser.add_argument(
         "--verbose", action="store_true", help="stream the run's full log (verl, Ray, vLLM) to the terminal as well"
     )
-    parser.add_argument("overrides", nargs="*", help="Hydra overrides (key=value)")
+    add_profile_arguments(parser)
     parser.set_defaults(run=run)
