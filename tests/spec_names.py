@@ -32,6 +32,17 @@ GAME_MD_METRICS = [
     "judge/latency_s",
 ]
 
+# The collapse monitors docs/game.md names ("Collapse monitors"), logged every step.
+MONITOR_METRICS = [
+    "attacker/distinct_1",
+    "attacker/distinct_2",
+    "attacker/self_bleu",
+    "attacker/edit_distance",
+    "attacker/copy_rate",
+    *(f"{role}/response_length/{stat}" for role in ("attacker", "assessor") for stat in ("mean", "p90", "clip_rate")),
+    "assessor/majority_verdict_share",
+]
+
 # The series each training-report plot draws from GAME.md metrics (the step-time plot's depend on the run).
 GAME_PLOT_LABELS = {
     "reward_per_role": ["assessor", "attacker"],
@@ -45,4 +56,13 @@ GAME_PLOT_LABELS = {
     ],
     "format_violations": ["assessor", "attacker"],
     "tie_rate": ["tie rate", "judge parse errors"],
+}
+
+# The series of the collapse monitors' plots.
+MONITOR_PLOT_LABELS = {
+    "attacker_diversity": ["distinct-1", "distinct-2", "Self-BLEU"],
+    "attacker_edit_size": ["edit distance", "identical copies"],
+    "response_length": ["attacker mean", "attacker p90", "assessor mean", "assessor p90"],
+    "response_clip_rate": ["attacker", "assessor"],
+    "assessor_verdict_share": ["majority verdict"],
 }

@@ -79,6 +79,42 @@ PLOTS: tuple[PlotSpec, ...] = (
         ),
     ),
     PlotSpec(
+        "attacker_diversity",
+        "Attacker diversity within a step (collapse monitor)",
+        "score",
+        (
+            ("distinct-1", "attacker/distinct_1"),
+            ("distinct-2", "attacker/distinct_2"),
+            ("Self-BLEU", "attacker/self_bleu"),
+        ),
+    ),
+    PlotSpec(
+        "attacker_edit_size",
+        "Attacker edit size against the seed (collapse monitor)",
+        "share",
+        (("edit distance", "attacker/edit_distance"), ("identical copies", "attacker/copy_rate")),
+    ),
+    PlotSpec(
+        "response_length",
+        "Response length per role (collapse monitor)",
+        "tokens",
+        tuple(
+            (f"{role} {stat}", f"{role}/response_length/{stat}") for role in ("attacker", "assessor") for stat in ("mean", "p90")
+        ),
+    ),
+    PlotSpec(
+        "response_clip_rate",
+        "Responses that hit the length cap (collapse monitor)",
+        "share",
+        tuple((role, f"{role}/response_length/clip_rate") for role in ("attacker", "assessor")),
+    ),
+    PlotSpec(
+        "assessor_verdict_share",
+        "Assessor's majority verdict share (collapse monitor)",
+        "share",
+        (("majority verdict", "assessor/majority_verdict_share"),),
+    ),
+    PlotSpec(
         "step_time",
         "Step time and its phases (verl timers)",
         "seconds",

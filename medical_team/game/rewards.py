@@ -1,4 +1,9 @@
-"""Reward tables of GAME.md: `general_sum` (default) and `zero_sum`, per role and per term."""
+"""Reward tables of GAME.md: `general_sum` (default) and `zero_sum`, per role and per term; and `difficulty_band`.
+
+`difficulty_band` scores a game as `general_sum` does except for the attacker's outcome term, which
+depends on the assessor's success rate over several games and is added at the step level
+(`medical_team.game.difficulty_band.with_band_outcomes`).
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ class RewardScheme(str, Enum):
 
     GENERAL_SUM = "general_sum"
     ZERO_SUM = "zero_sum"
+    DIFFICULTY_BAND = "difficulty_band"  # general_sum with the outcome term settled per step (difficulty_band.py)
 
 
 @dataclass(frozen=True)
@@ -93,8 +99,9 @@ def score_game(inputs: ScoreInputs, config: RewardConfig) -> GameRewards:
     both_error = inputs.truth is Label.ERROR and inputs.verdict is Label.ERROR
     assessor["localisation"] = config.localisation_bonus if both_error and inputs.sentence_match else 0.0
     if attacker is not None:
-        attacker["outcome"] = -assessor["correctness"] * (OUTCOME / CORRECTNESS)
-        if config.scheme is RewardScheme.GENERAL_SUM:
+        if config.scheme is not RewardScheme.DIFFICULTY_BAND:  # the band's outcome needs the step's other games
+            attacker["outcome"] = -assessor["correctness"] * (OUTCOME / CORRECTNESS)
+        if config.scheme in (RewardScheme.GENERAL_SUM, RewardScheme.DIFFICULTY_BAND):
             realised = bool(inputs.faithful) and inputs.truth is inputs.intended
             attacker["faithfulness"] = _sign(realised, FAITHFULNESS)
     return GameRewards(assessor, attacker)

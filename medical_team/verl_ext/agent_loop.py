@@ -22,6 +22,7 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 from medical_team.data.records import GameSeed
 from medical_team.game import GameConfig, GameOutcome, JudgeStats, call_judge, judge_request, note_for_assessor, settle
 from medical_team.game.judging import JudgeVerdict
+from medical_team.game.monitors import GameTrace
 from medical_team.game.prompts import Message, assessor_messages, attacker_messages, render_prompt
 from medical_team.judge.gold_probe import count_correct
 from medical_team.judge.outage import JudgeUnavailableError
@@ -40,6 +41,7 @@ CATEGORY_FIELD = "category"
 TRAINS_FIELD = "medplay_trains"
 GAME_FIELD = "medplay_game"
 JUDGE_STATS_FIELD = "medplay_judge_stats"
+TRACE_FIELD = "medplay_trace"
 PROBE_FIELD = "medplay_probe_behaviour"
 
 # Judge outages met by the agent loops of this worker process. verl turns a failed agent loop into a
@@ -132,7 +134,14 @@ class SelfPlayAgentLoop(_TurnPlayer):
         turns.append(await self._play(Role.ASSESSOR, assessor_messages(note), sampling_params))
         verdict, judge_stats = await self._judge(seed, attacker_text, game)
         outcome = settle(seed, attacker_text, turns[-1].text, verdict, game)
-        return self._outputs(turns, outcome, judge_stats)
+        trace = GameTrace(
+            seed_text=seed.text,
+            rewrite=note if turns[0].role is Role.ATTACKER else None,
+            attacker_tokens=len(turns[0].response_ids) if turns[0].role is Role.ATTACKER else None,
+            assessor_tokens=len(turns[-1].response_ids),
+            response_cap=self.rollout_config.response_length,
+        )
+        return self._outputs(turns, outcome, judge_stats, trace)
 
     async def _judge(
         self, seed: GameSeed, attacker_text: str | None, game: GameConfig
@@ -155,8 +164,10 @@ class SelfPlayAgentLoop(_TurnPlayer):
             stats = replace(stats, gold_count=len(gold), gold_correct=count_correct(gold, verdicts[1:]))
         return verdicts[0], stats
 
-    def _outputs(self, turns: list[Turn], outcome: GameOutcome, judge_stats: JudgeStats) -> list[AgentLoopOutput]:
-        """One output per turn with its role's reward; the last carries the settled game for the worker."""
+    def _outputs(
+        self, turns: list[Turn], outcome: GameOutcome, judge_stats: JudgeStats, trace: GameTrace
+    ) -> list[AgentLoopOutput]:
+        """One output per turn with its role's reward; the last carries the settled game and its trace for the worker."""
         rewards = {Role.ATTACKER: outcome.attacker_reward, Role.ASSESSOR: outcome.assessor_reward}
         outputs = []
         for turn in turns:
@@ -169,6 +180,7 @@ class SelfPlayAgentLoop(_TurnPlayer):
             outputs.append(self._output(turn, reward, extra))
         outputs[-1].extra_fields[GAME_FIELD] = outcome.to_record()
         outputs[-1].extra_fields[JUDGE_STATS_FIELD] = asdict(judge_stats)
+        outputs[-1].extra_fields[TRACE_FIELD] = trace.to_record()
         return outputs
 
 

@@ -14,6 +14,7 @@ medical_team.verl_ext.agent_loop_manager.SelfPlayAgentLoopManager`. The worker d
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import ray
@@ -22,17 +23,42 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopOutput
 from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopManagerTQ, AgentLoopWorkerTQ
 
 from medical_team.game import GameOutcome, JudgeStats
+from medical_team.game.monitors import GameTrace
 from medical_team.verl_ext.agent_loop import (
     ASSESSOR_AGENT,
     GAME_FIELD,
     JUDGE_STATS_FIELD,
     PROBE_FIELD,
     ROLE_FIELD,
+    TRACE_FIELD,
     TRAINS_FIELD,
     take_judge_outages,
 )
-from medical_team.verl_ext.roles import role_uid
+from medical_team.verl_ext.roles import role_uid, row_key
 from medical_team.vocab import Role
+
+# Keys a ledger record carries besides the `GameOutcome.to_record()` fields (which `from_record` ignores).
+TRACE_KEY = "trace"
+ROW_KEYS_KEY = "row_keys"  # role -> the TransferQueue key of that role's output
+
+
+@dataclass(frozen=True)
+class StepGame:
+    """One settled game of the step: its outcome, what the monitors read, and its rows' TransferQueue keys."""
+
+    outcome: GameOutcome
+    trace: GameTrace | None
+    row_keys: dict[str, str]  # role name -> key; roles whose output does not train have none
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> StepGame:
+        """Rebuild from a ledger record."""
+        trace = record.get(TRACE_KEY)
+        return cls(
+            GameOutcome.from_record(record),
+            None if trace is None else GameTrace.from_record(trace),
+            dict(record.get(ROW_KEYS_KEY) or {}),
+        )
 
 
 class GameLedger:
@@ -43,9 +69,15 @@ class GameLedger:
         self.judge_stats = JudgeStats()
         self.probe_observations: list[tuple[str, bool]] = []  # (role, behaviour shown) per played turn, learning probe only
 
-    def add(self, record: dict[str, Any], judge_stats: dict[str, Any]) -> None:
-        """Keep one settled game (a `GameOutcome.to_record()`)."""
-        self.records.append(record)
+    def add(
+        self,
+        record: dict[str, Any],
+        judge_stats: dict[str, Any],
+        trace: dict[str, Any] | None = None,
+        row_keys: dict[str, str] | None = None,
+    ) -> None:
+        """Keep one settled game (a `GameOutcome.to_record()`), with its trace and its rows' keys."""
+        self.records.append({**record, TRACE_KEY: trace, ROW_KEYS_KEY: row_keys or {}})
         self.judge_stats = self.judge_stats.merge(JudgeStats(**judge_stats))
 
     def drain(self) -> tuple[list[dict[str, Any]], JudgeStats]:
@@ -82,13 +114,17 @@ class _SelfPlayAgentLoopWorker(AgentLoopWorkerTQ.__ray_actor_class__):
             await super()._agent_loop_postprocess(output, validate, **kwargs)
             return
         final_fields = outputs[-1].extra_fields
-        self.ledger.add(final_fields.pop(GAME_FIELD), final_fields.pop(JUDGE_STATS_FIELD))
+        game, judge_stats, trace = (final_fields.pop(key) for key in (GAME_FIELD, JUDGE_STATS_FIELD, TRACE_FIELD))
+        trained = [out for out in outputs if out.extra_fields.pop(TRAINS_FIELD)]
+        row_keys = {out.extra_fields[ROLE_FIELD]: row_key(kwargs["uid"], Role(out.extra_fields[ROLE_FIELD]),
+                                                          kwargs["session_id"]) for out in trained}
+        self.ledger.add(game, judge_stats, trace, row_keys)
         for out in outputs:
             if PROBE_FIELD in out.extra_fields:
                 self.ledger.probe_observations.append((out.extra_fields[ROLE_FIELD], out.extra_fields.pop(PROBE_FIELD)))
-            if out.extra_fields.pop(TRAINS_FIELD):
-                uid = role_uid(kwargs["uid"], Role(out.extra_fields[ROLE_FIELD]))
-                await super()._agent_loop_postprocess(out, validate, **{**kwargs, "uid": uid})
+        for out in trained:
+            uid = role_uid(kwargs["uid"], Role(out.extra_fields[ROLE_FIELD]))
+            await super()._agent_loop_postprocess(out, validate, **{**kwargs, "uid": uid})
 
     async def drain_games(self) -> tuple[list[dict[str, Any]], JudgeStats]:
         """The games settled since the last call (records of `GameOutcome.to_record`)."""
@@ -113,13 +149,13 @@ class SelfPlayAgentLoopManager(AgentLoopManagerTQ):
         super().__init__(*args, **kwargs)
         self.agent_loop_workers_class = SelfPlayAgentLoopWorker
 
-    def drain_games(self) -> tuple[list[GameOutcome], JudgeStats]:
+    def drain_games(self) -> tuple[list[StepGame], JudgeStats]:
         """Every game the workers settled since the last call, and the judge's summed timing."""
-        outcomes, stats = [], JudgeStats()
+        games, stats = [], JudgeStats()
         for records, worker_stats in ray.get([w.drain_games.remote() for w in self.agent_loop_workers]):
-            outcomes.extend(GameOutcome.from_record(record) for record in records)
+            games.extend(StepGame.from_record(record) for record in records)
             stats = stats.merge(worker_stats)
-        return outcomes, stats
+        return games, stats
 
     def judge_outages(self) -> list[str]:
         """The judge outages any worker met since the last call (messages of JudgeUnavailableError)."""

@@ -261,7 +261,9 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
                     record_run(config)
                     record_judge(config)
                     prepare_checkpoints(config)
-                    with StepProgress(paths.metrics_file, config.trainer.total_training_steps):
+                    with StepProgress(
+                        paths.metrics_file, config.trainer.total_training_steps, monitors=settings.monitors
+                    ):
                         run_verl(config)
             finally:
                 remove_orphaned_segments(segments_before)

@@ -1,7 +1,8 @@
 """One console line per training step with its key numbers, read from the metrics JSONL as verl's file logger writes it.
 
 Only records appended after the watcher started are shown, so a resumed run does not repeat the
-steps an earlier run logged.
+steps an earlier run logged. A step whose record shows a collapse alarm firing (`alarm/<name>` at
+least `medplay.monitors.patience`) gets a warning line on stderr as well.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from types import TracebackType
 from typing import Self
 
 from medical_team.console import say
+from medical_team.game.alarm import STREAK_PREFIX, AlarmFiring
+from medical_team.verl_ext.settings import MonitorSettings
 
 # (metric, format) shown after the bar; the per-step summary after training shows more.
 KEY_METRICS = (
@@ -36,12 +39,29 @@ def progress_line(step: int, total: int | None, data: dict[str, float]) -> str:
     return "  ".join([head, *numbers])
 
 
+def alarm_lines(step: int, data: dict[str, float], monitors: MonitorSettings) -> list[str]:
+    """A warning line for each alarm that fired at this logged step."""
+    lines = []
+    for rule in monitors.rules:
+        steps, value = data.get(f"{STREAK_PREFIX}{rule.name}"), data.get(rule.monitor)
+        if isinstance(steps, int | float) and isinstance(value, int | float) and steps >= monitors.patience:
+            lines.append(AlarmFiring(rule, float(value), int(steps)).message(step, monitors.action))
+    return lines
+
+
 class StepProgress:
     """Context manager: while active, a thread says a progress line for each step appended to `metrics_file`."""
 
-    def __init__(self, metrics_file: Path, total_steps: int | None, poll_s: float = 1.0) -> None:
+    def __init__(
+        self,
+        metrics_file: Path,
+        total_steps: int | None,
+        poll_s: float = 1.0,
+        monitors: MonitorSettings | None = None,
+    ) -> None:
         self.metrics_file = metrics_file
         self.total_steps = total_steps
+        self.monitors = monitors or MonitorSettings()
         self.poll_s = poll_s
         self._offset = 0
         self._stop = threading.Event()
@@ -80,3 +100,5 @@ class StepProgress:
             except (ValueError, KeyError, TypeError):
                 continue  # not a metrics record; the metrics file itself is checked elsewhere
             say(progress_line(step, self.total_steps, data))
+            for line in alarm_lines(step, data, self.monitors):
+                say(line, err=True)

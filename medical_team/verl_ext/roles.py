@@ -21,6 +21,11 @@ def role_uid(prompt_uid: str, role: Role) -> str:
     return f"{prompt_uid}{_SEPARATOR}{role.value}"
 
 
+def row_key(prompt_uid: str, role: Role, session_id: int) -> str:
+    """The TransferQueue key verl stores one role's output under (`<uid>_<session>_<index>`, one output each)."""
+    return f"{role_uid(prompt_uid, role)}{_SEPARATOR}{session_id}{_SEPARATOR}0"
+
+
 def role_of_uid(uid: str) -> Role | None:
     """The role a row uid names, or None for rows without one (padding, other agent loops)."""
     _, _, suffix = str(uid).partition(_SEPARATOR)

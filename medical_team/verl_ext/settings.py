@@ -13,6 +13,7 @@ from typing import Any
 
 from medical_team.errors import UserInputError
 from medical_team.game import GameConfig, RewardConfig, RewardScheme
+from medical_team.game.alarm import ALARMS, AlarmAction, AlarmRule, alarm_rules
 from medical_team.vocab import Category, Role
 
 JUDGE_BACKENDS = ("rules", "vllm", "hf", "openai", "http")
@@ -82,6 +83,31 @@ class ProbeSettings:
     inverted: bool = False  # each role is rewarded for not showing its behaviour (the control run)
 
 
+# Alarms on by default (medplay.yaml repeats them): the attacker repeating itself or copying its seeds,
+# the assessor answering one verdict to nearly everything.
+DEFAULT_ALARMS: dict[str, float | None] = {
+    **dict.fromkeys(ALARMS),
+    "max_self_bleu": 0.9,
+    "max_copy_rate": 0.9,
+    "max_majority_verdict_share": 0.95,
+}
+
+
+@dataclass(frozen=True)
+class MonitorSettings:
+    """The collapse monitors' alarm (medical_team/game/monitors.py, alarm.py)."""
+
+    patience: int = 3  # steps in a row a monitor must stay past its threshold before its alarm fires
+    action: AlarmAction = AlarmAction.WARN  # warn: a console line; stop: the line, a checkpoint, the end of the run
+    self_bleu_max_rewrites: int = 64  # most rewrites one step's Self-BLEU compares
+    alarms: tuple[tuple[str, float | None], ...] = tuple(DEFAULT_ALARMS.items())  # (name, threshold or None)
+
+    @property
+    def rules(self) -> list[AlarmRule]:
+        """The alarms whose threshold is set."""
+        return alarm_rules(dict(self.alarms))
+
+
 @dataclass(frozen=True)
 class SelfPlaySettings:
     """How the self-play agent loop plays and rewards games."""
@@ -91,6 +117,7 @@ class SelfPlaySettings:
     game: GameConfig = field(default_factory=GameConfig)
     judge: JudgeSettings = field(default_factory=JudgeSettings)
     probe: ProbeSettings = field(default_factory=ProbeSettings)
+    monitors: MonitorSettings = field(default_factory=MonitorSettings)
 
     def played_category(self, category: Category) -> Category:
         """The category a row is played as.
@@ -109,13 +136,14 @@ _TOP_KEYS = {"training_mode", "adversarial_games", "rewards", "judge"}
 # Keys of `medplay:` that other parts of the product read (the launcher, reliability): checked here for
 # spelling and type, so a typo never passes silently.
 _PATH_KEYS = {"output_dir", "data_dir", "metrics_file"}
-_RUN_KEYS = _PATH_KEYS | {"stop_grace_s", "guards", "model", "learning_probe"}
+_RUN_KEYS = _PATH_KEYS | {"stop_grace_s", "guards", "model", "learning_probe", "monitors"}
 _GUARD_KEYS = {"max_non_finite_steps"}
 _MODEL_KEYS = {"path", "build_tiny"}
 _REWARD_KEYS = {"scheme", "localisation_bonus", "remove_ties"}
 _JUDGE_KEYS = set(JudgeSettings.__dataclass_fields__)
 _SERVE_KEYS = set(ServeSettings.__dataclass_fields__)
 _PROBE_KEYS = set(ProbeSettings.__dataclass_fields__)
+_MONITOR_KEYS = set(MonitorSettings.__dataclass_fields__)
 
 
 def _unknown(section: Mapping[str, Any], allowed: set[str], prefix: str) -> list[str]:
@@ -235,6 +263,40 @@ def _probe_settings(section: Mapping[str, Any], problems: list[str]) -> ProbeSet
     return ProbeSettings(**values)
 
 
+def _monitor_settings(section: Mapping[str, Any], problems: list[str]) -> MonitorSettings:
+    """MonitorSettings from `medplay.monitors` (optional; absent keys take their defaults), recording problems."""
+    problems += _unknown(section, _MONITOR_KEYS, "monitors.")
+    defaults = MonitorSettings()
+    patience = section.get("patience", defaults.patience)
+    if isinstance(patience, bool) or not (isinstance(patience, int) and patience >= 1):
+        problems.append(f"medplay.monitors.patience: {patience!r} must be an integer >= 1")
+        patience = defaults.patience
+    actions = tuple(a.value for a in AlarmAction)
+    action = _choice(section.get("action", defaults.action.value), actions, "monitors.action", problems)
+    most = section.get("self_bleu_max_rewrites", defaults.self_bleu_max_rewrites)
+    if isinstance(most, bool) or not (isinstance(most, int) and most >= 2):
+        problems.append(f"medplay.monitors.self_bleu_max_rewrites: {most!r} must be an integer >= 2")
+        most = defaults.self_bleu_max_rewrites
+    given = section.get("alarms") or {}
+    if not isinstance(given, Mapping):
+        problems.append(f"medplay.monitors.alarms: {given!r} must be a mapping of alarm name to threshold")
+        given = {}
+    problems += _unknown(given, set(ALARMS), "monitors.alarms.")
+    alarms = dict(defaults.alarms)
+    for name in set(given) & set(ALARMS):
+        value = given[name]
+        if value is not None and not (_is_number(value) and value >= 0):
+            problems.append(f"medplay.monitors.alarms.{name}: {value!r} must be a number >= 0, or null (no alarm)")
+            continue
+        alarms[name] = None if value is None else float(value)
+    return MonitorSettings(
+        patience=patience,
+        action=AlarmAction(action) if action in actions else defaults.action,
+        self_bleu_max_rewrites=most,
+        alarms=tuple(alarms.items()),
+    )
+
+
 def _game_config(section: Mapping[str, Any], problems: list[str]) -> GameConfig:
     """GameConfig from `medplay.rewards`, recording problems (the benign mode comes from each data row)."""
     problems += _unknown(section, _REWARD_KEYS, "rewards.")
@@ -271,12 +333,18 @@ def selfplay_settings(section: Mapping[str, Any] | None, other_problems: Sequenc
     game = _game_config(section.get("rewards") or {}, problems)
     judge = _judge_settings(section.get("judge") or {}, problems)
     probe = _probe_settings(section.get("learning_probe") or {}, problems)
+    monitors = _monitor_settings(section.get("monitors") or {}, problems)
     if mode == TrainingMode.ATTACKER.value and adversarial is False:
         problems.append("medplay.adversarial_games: false leaves training_mode attacker nothing to train on")
     if problems:
         raise UserInputError("invalid training config:\n  " + "\n  ".join(problems), field="config")
     return SelfPlaySettings(
-        training_mode=TrainingMode(mode), adversarial_games=adversarial, game=game, judge=judge, probe=probe
+        training_mode=TrainingMode(mode),
+        adversarial_games=adversarial,
+        game=game,
+        judge=judge,
+        probe=probe,
+        monitors=monitors,
     )
 
 

@@ -13,10 +13,17 @@ checkpoint and ends training after the current step, and `medplay.guards.max_non
 consecutive steps with a non-finite loss or reward stop the run, naming the last good checkpoint.
 With a model judge, the gold probes the agent loops sent along are counted (`judge/gold_count`,
 `judge/gold_accuracy`) and `medplay.judge.gold_accuracy_floor` stops the run once the step is logged.
+
+Every step also logs the collapse monitors (`medical_team.game.monitors`) and, per configured alarm,
+`alarm/<name>` (steps in a row past its threshold); an alarm that fires is logged as a warning, and
+with `medplay.monitors.action=stop` the step's checkpoint is saved and the run ends after the step,
+as on a stop request. Under `medplay.rewards.scheme=difficulty_band` the attacker's outcome term is
+added to its rows before the advantages are computed (`medical_team.verl_ext.band_rewards`).
 """
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -26,12 +33,17 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 from medical_team.checkpoint_folder import read_tracker
-from medical_team.game import game_metrics
+from medical_team.game import JudgeStats, RewardScheme, game_metrics
+from medical_team.game.alarm import AlarmAction, CollapseAlarm
+from medical_team.game.difficulty_band import with_band_outcomes
+from medical_team.game.monitors import collapse_monitors
 from medical_team.judge.gold_probe import GoldFloor
 from medical_team.judge.outage import JudgeUnavailableError
+from medical_team.verl_ext.agent_loop_manager import StepGame
+from medical_team.verl_ext.band_rewards import add_to_row_rewards, band_deltas
 from medical_team.verl_ext.learning_probe import probe_metrics
 from medical_team.verl_ext.reliability.checkpoints import StepCommits
-from medical_team.verl_ext.reliability.graceful_stop import honour_stop_request
+from medical_team.verl_ext.reliability.graceful_stop import end_after_this_step, honour_stop_request
 from medical_team.verl_ext.reliability.guards import NonFiniteGuard
 from medical_team.verl_ext.reliability.metrics_file import use_appending_file_logger
 from medical_team.verl_ext.roles import role_of_key
@@ -40,6 +52,7 @@ from medical_team.verl_ext.settings import settings_from_trainer_config
 from medical_team.vocab import Role
 
 TRAINER_NAME = "medplay_sync"
+log = logging.getLogger(__name__)
 
 
 def sample_metrics(batch: KVBatchMeta) -> dict[str, float]:
@@ -62,6 +75,12 @@ class SelfPlayTrainer(PPOTrainerSync):
         """
         config.trainer.v1.trainer_mode = "sync"
         super().__init__(config)
+        self.settings = settings_from_trainer_config(config)
+        # the learning probe replaces the game's rewards, band included
+        self._band = self.settings.game.rewards.scheme is RewardScheme.DIFFICULTY_BAND and not self.settings.probe.enabled
+        self._alarm = CollapseAlarm(self.settings.monitors.rules, self.settings.monitors.patience)
+        self._step_games: list[StepGame] = []
+        self._step_judge_stats = JudgeStats()
 
     def step(self, metrics: dict[str, Any], timing_raw: dict[str, Any]) -> KVBatchMeta:
         """verl's step; when it fails because the judge was down or every game tied, raise that instead."""
@@ -72,7 +91,8 @@ class SelfPlayTrainer(PPOTrainerSync):
             if outages:
                 raise JudgeUnavailableError(outages[-1]) from error
             if NO_TRAJECTORIES in str(error):
-                games, _ = self.agent_loop_manager.drain_games()
+                self._take_games()
+                games = [game.outcome for game in self._step_games]
                 if games and all(game.dropped for game in games):
                     parse_errors = sum(game.judge_parse_error for game in games)
                     raise AllTiesError(all_ties_message(self.global_steps, len(games), parse_errors)) from error
@@ -81,13 +101,51 @@ class SelfPlayTrainer(PPOTrainerSync):
     def _compute_metrics(self, batch: KVBatchMeta, metrics: dict[str, Any], timing_raw, global_steps, epoch) -> None:
         """verl's metrics, then the step's game metrics and per-role sample counts."""
         super()._compute_metrics(batch, metrics, timing_raw, global_steps, epoch)
-        outcomes, judge_stats = self.agent_loop_manager.drain_games()
+        self._take_games()
+        games, judge_stats = self._step_games, self._step_judge_stats
+        self._step_games, self._step_judge_stats = [], JudgeStats()
+        outcomes = [game.outcome for game in games]
+        if self._band:
+            outcomes = with_band_outcomes(outcomes)
         metrics.update(game_metrics(outcomes, judge_stats))
         if self._gold_floor is not None:
             metrics.update(self._gold_floor.observe(judge_stats.gold_count, judge_stats.gold_correct))
         metrics.update(sample_metrics(batch))
         metrics.update(probe_metrics(self.agent_loop_manager.drain_probe_observations()))
+        self._observe_monitors(global_steps, outcomes, games, metrics)
         self._non_finite_guard.observe(global_steps, metrics, self._last_checkpoint())
+
+    def _take_games(self) -> None:
+        """Add the games the workers settled since the last call to this step's games."""
+        games, judge_stats = self.agent_loop_manager.drain_games()
+        self._step_games.extend(games)
+        self._step_judge_stats = self._step_judge_stats.merge(judge_stats)
+
+    def _compute_advantage(self, batch: KVBatchMeta, metrics: dict[str, Any]) -> KVBatchMeta:
+        """verl's advantages; under `difficulty_band`, after adding the step's band term to the attacker rows."""
+        if self._band:
+            self._take_games()
+            add_to_row_rewards(batch.keys, batch.partition_id, band_deltas(self._step_games))
+        return super()._compute_advantage(batch, metrics)
+
+    def _observe_monitors(
+        self, step: int, outcomes: list[Any], games: list[StepGame], metrics: dict[str, Any]
+    ) -> None:
+        """Log the collapse monitors and the alarm's runs; a firing alarm warns, and with `stop` ends the run."""
+        traced = [(outcome, game.trace) for outcome, game in zip(outcomes, games, strict=True) if game.trace]
+        reading = collapse_monitors(
+            [outcome for outcome, _ in traced],
+            [trace for _, trace in traced],
+            self.settings.monitors.self_bleu_max_rewrites,
+        )
+        metrics.update(reading.values)
+        fired = self._alarm.observe(reading)
+        metrics.update(self._alarm.streak_metrics())
+        action = self.settings.monitors.action
+        for firing in fired:
+            log.warning(firing.message(step, action))
+        if fired and action is AlarmAction.STOP:
+            end_after_this_step(self, self._saved_this_step(), f"collapse alarm {fired[0].rule.name}")
 
     def _last_checkpoint(self) -> str | None:
         """The checkpoint folder a resume would start from, if any."""
@@ -126,7 +184,10 @@ class SelfPlayTrainer(PPOTrainerSync):
     def on_step_end(self) -> None:
         """verl's weight sync, then honour a stop request (save unless this step already saved, then finish)."""
         super().on_step_end()
+        honour_stop_request(self, Path(self.config.trainer.default_local_dir), saved_this_step=self._saved_this_step())
+
+    def _saved_this_step(self) -> bool:
+        """Whether verl's loop saved a checkpoint at this step (save_freq, or the last step)."""
         save_freq = self.config.trainer.save_freq
         is_last_step = self.global_steps >= self.total_training_steps
-        saved = save_freq > 0 and (is_last_step or self.global_steps % save_freq == 0)
-        honour_stop_request(self, Path(self.config.trainer.default_local_dir), saved_this_step=saved)
+        return save_freq > 0 and (is_last_step or self.global_steps % save_freq == 0)

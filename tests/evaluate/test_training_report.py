@@ -4,20 +4,22 @@ import math
 
 import pytest
 from PIL import Image
-from spec_names import GAME_PLOT_LABELS
+from spec_names import GAME_PLOT_LABELS, MONITOR_PLOT_LABELS
 
 from medical_team.cli import main
 from medical_team.evaluate.metrics_log import read_metrics
 from medical_team.evaluate.plots import PLOTS, render_plot
 from medical_team.game.metrics import metric_names
+from medical_team.game.monitors import monitor_names
 
 STEPS = 6
 PHASES = ("step", "gen", "reward", "old_log_prob", "ref", "adv", "update_actor", "update_weights")
 
 
 def step_metrics(step: int) -> dict[str, float]:
-    """Every GAME.md metric plus verl's timers, varying with the step like a run would."""
-    data = {name: 0.5 + 0.4 * math.sin(step + index) for index, name in enumerate(metric_names())}
+    """Every GAME.md metric, every collapse monitor and verl's timers, varying with the step like a run would."""
+    names = (*metric_names(), *monitor_names())
+    data = {name: 0.5 + 0.4 * math.sin(step + index) for index, name in enumerate(names)}
     data.update({f"timing_s/{phase}": 0.1 * (index + 1) + 0.01 * step for index, phase in enumerate(PHASES)})
     data["critic/score/mean"] = 0.1 * step
     return data
@@ -37,7 +39,7 @@ def metrics_file(tmp_path_factory):
     return path
 
 
-EXPECTED_LABELS = {**GAME_PLOT_LABELS, "step_time": list(PHASES)}
+EXPECTED_LABELS = {**GAME_PLOT_LABELS, **MONITOR_PLOT_LABELS, "step_time": list(PHASES)}
 
 
 def test_metrics_file_is_read_step_by_step(metrics_file):
@@ -68,7 +70,7 @@ def test_report_command_writes_every_png_and_the_page(metrics_file, tmp_path, ca
         assert f"]({name}.png)" in page
         with Image.open(output / f"{name}.png") as image:
             image.verify()
-    assert "wrote 7 of 7 plots" in capsys.readouterr().out
+    assert "wrote 12 of 12 plots" in capsys.readouterr().out
 
 
 def test_missing_series_are_reported_not_drawn(tmp_path, capsys):
@@ -76,7 +78,7 @@ def test_missing_series_are_reported_not_drawn(tmp_path, capsys):
     path.write_text('{"step": 1, "data": {"timing_s/step": 2.0}}\n{"step": 2, "data": {"timing_s/step": 1.5}}\n')
     assert main(["report", "--metrics", str(path), "--output", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
-    assert "wrote 1 of 7 plots" in out
+    assert "wrote 1 of 12 plots" in out
     assert "reward_per_role: not drawn" in out
     assert not (tmp_path / "out" / "reward_per_role.png").exists()
 

@@ -40,6 +40,11 @@ BAD_CONFIGS = [
     ("medplay.judge.serve.port=99999", "medplay.judge.serve.port: 99999 must be 0 (a free port) or a port number"),
     ("medplay.judge.gold_probe_fraction=2", "medplay.judge.gold_probe_fraction: 2 must be a number in [0, 1]"),
     ("medplay.judge.min_length_ratio=abc", "medplay.judge.min_length_ratio/max_length_ratio"),
+    ("+medplay.monitors.patiance=2", "medplay.monitors.patiance: unknown key; did you mean medplay.monitors.patience?"),
+    ("+medplay.monitors.alarms.max_selfbleu=0.8", "did you mean medplay.monitors.alarms.max_self_bleu?"),
+    ("medplay.monitors.action=halt", "medplay.monitors.action: 'halt' is not one of warn, stop"),
+    ("medplay.monitors.patience=0", "medplay.monitors.patience: 0 must be an integer >= 1"),
+    ("medplay.monitors.alarms.max_copy_rate=lots", "medplay.monitors.alarms.max_copy_rate: 'lots' must be a number >= 0"),
     # verl's part: keys its own ppo_trainer config does not define
     ("+trainer.totl_epochs=2", "trainer.totl_epochs: verl 0.9.1 does not define this key; did you mean trainer.total_epochs?"),
     ("+data.max_promt_length=512", "data.max_promt_length: verl 0.9.1 does not define this key; did you mean data.max_prompt_length?"),

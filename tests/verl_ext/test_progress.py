@@ -41,3 +41,24 @@ def test_a_missing_metrics_file_shows_nothing(tmp_path: Path, capsys: pytest.Cap
     with StepProgress(tmp_path / "absent.jsonl", total_steps=None, poll_s=0.05):
         time.sleep(0.1)
     assert capsys.readouterr().out == ""
+
+
+def test_a_firing_collapse_alarm_is_a_warning_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from medical_team.verl_ext.progress import alarm_lines
+    from medical_team.verl_ext.settings import MonitorSettings
+
+    monitors = MonitorSettings(patience=2)
+    below = {"attacker/self_bleu": 0.97, "alarm/max_self_bleu": 1.0}
+    firing = {"attacker/self_bleu": 0.97, "alarm/max_self_bleu": 2.0}
+    assert alarm_lines(4, below, monitors) == []
+    assert alarm_lines(5, firing, monitors) == [
+        "medplay: collapse alarm at step 5: attacker/self_bleu = 0.97, above 0.9 "
+        "(medplay.monitors.alarms.max_self_bleu) for 2 steps in a row; training goes on"
+    ]
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.touch()
+    with StepProgress(metrics, total_steps=5, poll_s=0.05, monitors=monitors), metrics.open("a") as handle:
+        handle.write(record(5, **firing))
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == ["step 5/5 [####################]"]
+    assert captured.err.splitlines() == alarm_lines(5, firing, monitors)

@@ -79,3 +79,31 @@ def test_learning_probe_is_off_unless_asked_and_checked(section) -> None:
         selfplay_settings(section(learning_probe={"enabled": "yes", "flip": True}))
     assert "medplay.learning_probe.enabled: 'yes' must be true or false" in str(caught.value)
     assert "medplay.learning_probe.flip: unknown key" in str(caught.value)
+
+
+def test_monitors_default_to_warnings_and_are_checked(section) -> None:
+    from medical_team.game.alarm import AlarmAction
+
+    monitors = selfplay_settings(section()).monitors
+    assert monitors.action is AlarmAction.WARN and monitors.patience == 3
+    assert {rule.name for rule in monitors.rules} == {"max_self_bleu", "max_copy_rate", "max_majority_verdict_share"}
+    changed = selfplay_settings(
+        section(monitors={"action": "stop", "patience": 1, "alarms": {"max_self_bleu": None, "min_distinct_2": 0.3}})
+    ).monitors
+    assert changed.action is AlarmAction.STOP and changed.patience == 1
+    assert {(rule.name, rule.threshold) for rule in changed.rules} == {
+        ("min_distinct_2", 0.3),
+        ("max_copy_rate", 0.9),
+        ("max_majority_verdict_share", 0.95),
+    }
+    with pytest.raises(UserInputError) as caught:
+        selfplay_settings(section(monitors={"alarms": ["max_self_bleu"], "self_bleu_max_rewrites": 1}))
+    assert "medplay.monitors.alarms: ['max_self_bleu'] must be a mapping" in str(caught.value)
+    assert "medplay.monitors.self_bleu_max_rewrites: 1 must be an integer >= 2" in str(caught.value)
+
+
+def test_difficulty_band_is_a_reward_scheme(section, medplay_section) -> None:
+    from medical_team.game import RewardScheme
+
+    rewards = {**medplay_section["rewards"], "scheme": "difficulty_band"}
+    assert selfplay_settings(section(rewards=rewards)).game.rewards.scheme is RewardScheme.DIFFICULTY_BAND

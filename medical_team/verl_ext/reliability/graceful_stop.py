@@ -60,15 +60,20 @@ def _exit_after_grace(grace_period_s: float) -> None:
 
 
 def honour_stop_request(trainer: Any, checkpoint_root: Path, saved_this_step: bool) -> bool:
-    """Called by the trainer after each step: on a stop request, save (unless just saved) and end the loop.
+    """Called by the trainer after each step: on a stop request, save (unless just saved) and end the loop."""
+    if not stop_requested(checkpoint_root):
+        return False
+    end_after_this_step(trainer, saved_this_step, "stop requested")
+    return True
+
+
+def end_after_this_step(trainer: Any, saved_this_step: bool, reason: str) -> None:
+    """Save a checkpoint of the current step (unless just saved) and make this step the last one.
 
     Ending the loop by lowering `total_training_steps` lets verl's own `fit` finish normally
     (loggers closed, `on_train_end` run) instead of unwinding through an exception.
     """
-    if not stop_requested(checkpoint_root):
-        return False
     if not saved_this_step:
         trainer._save_checkpoint()
-    log.warning("stop requested: checkpoint global_step_%s saved, ending training", trainer.global_steps)
+    log.warning("%s: checkpoint global_step_%s saved, ending training", reason, trainer.global_steps)
     trainer.total_training_steps = trainer.global_steps
-    return True
