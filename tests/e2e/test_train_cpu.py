@@ -22,9 +22,10 @@ import pytest
 import torch
 from cpu_smoke import TRAIN_TIMEOUT_S, convert, metrics_by_step, train, train_command
 from safetensors.torch import load_file
-from spec_names import ADVERSARIAL, GAME_MD_METRICS
+from spec_names import ADVERSARIAL, GAME_MD_METRICS, MONITOR_METRICS, MONITOR_PLOT_LABELS
 
 from medical_team.checkpoint_folder import read_tracker
+from medical_team.cli import main
 from medical_team.verl_ext.reliability.checkpoints import COMPLETE_MARKER
 from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
 
@@ -130,6 +131,29 @@ def test_metrics_file_has_every_step_and_every_game_metric(run_root: Path) -> No
     for step, data in steps.items():
         missing = [name for name in GAME_MD_METRICS if name not in data]
         assert not missing, f"step {step} lacks {missing}"
+
+
+def test_metrics_file_has_every_collapse_monitor_at_every_step(run_root: Path) -> None:
+    cap = 48  # cpu-smoke's data.max_response_length
+    for step, data in metrics_by_step(run_root).items():
+        missing = [name for name in MONITOR_METRICS if name not in data]
+        assert not missing, f"step {step} lacks {missing}"
+        # the default alarms' runs of steps past their thresholds are logged too
+        assert {"alarm/max_self_bleu", "alarm/max_copy_rate", "alarm/max_majority_verdict_share"} <= set(data)
+        for role in ("attacker", "assessor"):
+            assert 0 <= data[f"{role}/response_length/mean"] <= data[f"{role}/response_length/p90"] <= cap, data
+            assert 0 <= data[f"{role}/response_length/clip_rate"] <= 1
+        assert data["assessor/response_length/mean"] > 0
+        for name in ("attacker/distinct_1", "attacker/self_bleu", "attacker/edit_distance", "attacker/copy_rate"):
+            assert 0 <= data[name] <= 1, (name, data[name])
+
+
+def test_report_plots_the_collapse_monitors_of_the_run(run_root: Path, tmp_path: Path) -> None:
+    assert main(["report", "--metrics", str(run_root / "checkpoints" / "metrics.jsonl"), "--output", str(tmp_path)]) == 0
+    page = (tmp_path / "report.md").read_text()
+    for name, labels in MONITOR_PLOT_LABELS.items():
+        assert (tmp_path / f"{name}.png").stat().st_size > 0
+        assert f"Series: {', '.join(labels)}." in page
 
 
 def test_both_roles_contributed_samples_in_adversarial_steps(run_root: Path) -> None:

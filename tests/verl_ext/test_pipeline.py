@@ -87,16 +87,19 @@ async def play(worker: Any, game_rows: list[dict[str, Any]]) -> list[str]:
     return uids
 
 
-def sample_and_compute_advantages(config: DictConfig, count: int) -> tuple[dict[str, Any], Any]:
+def sample_and_compute_advantages(config: DictConfig, count: int, manager: Any = None) -> tuple[dict[str, Any], Any]:
     """verl's replay buffer samples the step's batch, old/ref log-probs are written, verl computes advantages.
 
-    Returns the step's metrics and the batch rows as stored after the advantage computation.
+    `manager` answers the trainer's `drain_games` (needed by the difficulty band). Returns the
+    step's metrics and the batch rows as stored after the advantage computation.
     """
     import transfer_queue as tq
 
     from medical_team.verl_ext.trainer import SelfPlayTrainer, sample_metrics
 
     trainer = SelfPlayTrainer(config)
+    if manager is not None:
+        trainer.agent_loop_manager = manager
     batch, _ = trainer.replay_buffer.sample(global_steps=GLOBAL_STEP, partition_id="train", batch_size=count)
     lengths = tq.kv_batch_get(keys=batch.keys, partition_id="train", select_fields=["responses"])["responses"]
     sizes = lengths.offsets().diff().tolist()
