@@ -33,7 +33,7 @@ from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 from medical_team.checkpoint_folder import read_tracker
-from medical_team.game import JudgeStats, RewardScheme, game_metrics
+from medical_team.game import GameOutcome, JudgeStats, RewardScheme, game_metrics
 from medical_team.game.alarm import AlarmAction, CollapseAlarm
 from medical_team.game.difficulty_band import with_band_outcomes
 from medical_team.game.monitors import collapse_monitors
@@ -129,7 +129,7 @@ class SelfPlayTrainer(PPOTrainerSync):
         return super()._compute_advantage(batch, metrics)
 
     def _observe_monitors(
-        self, step: int, outcomes: list[Any], games: list[StepGame], metrics: dict[str, Any]
+        self, step: int, outcomes: list[GameOutcome], games: list[StepGame], metrics: dict[str, Any]
     ) -> None:
         """Log the collapse monitors and the alarm's runs; a firing alarm warns, and with `stop` ends the run."""
         traced = [(outcome, game.trace) for outcome, game in zip(outcomes, games, strict=True) if game.trace]

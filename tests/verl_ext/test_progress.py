@@ -51,10 +51,11 @@ def test_a_firing_collapse_alarm_is_a_warning_on_stderr(tmp_path: Path, capsys: 
     below = {"attacker/self_bleu": 0.97, "alarm/max_self_bleu": 1.0}
     firing = {"attacker/self_bleu": 0.97, "alarm/max_self_bleu": 2.0}
     assert alarm_lines(4, below, monitors) == []
-    assert alarm_lines(5, firing, monitors) == [
+    expected = (
         "medplay: collapse alarm at step 5: attacker/self_bleu = 0.97, above 0.9 "
         "(medplay.monitors.alarms.max_self_bleu) for 2 steps in a row; training goes on"
-    ]
+    )
+    assert alarm_lines(5, firing, monitors) == [expected]
     metrics = tmp_path / "metrics.jsonl"
     metrics.touch()
     with StepProgress(metrics, total_steps=5, poll_s=0.05, monitors=monitors), metrics.open("a") as handle:
