@@ -14,7 +14,6 @@ medical_team.verl_ext.agent_loop_manager.SelfPlayAgentLoopManager`. The worker d
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import ray
@@ -22,8 +21,7 @@ from tensordict import NonTensorData, TensorDict
 from verl.experimental.agent_loop.agent_loop import AgentLoopOutput
 from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopManagerTQ, AgentLoopWorkerTQ
 
-from medical_team.game import GameOutcome, JudgeStats
-from medical_team.game.monitors import GameTrace
+from medical_team.game import JudgeStats
 from medical_team.verl_ext.agent_loop import (
     ASSESSOR_AGENT,
     GAME_FIELD,
@@ -35,30 +33,8 @@ from medical_team.verl_ext.agent_loop import (
     take_judge_outages,
 )
 from medical_team.verl_ext.roles import role_uid, row_key
+from medical_team.verl_ext.step_games import StepGame, ledger_record
 from medical_team.vocab import Role
-
-# Keys a ledger record carries besides the `GameOutcome.to_record()` fields (which `from_record` ignores).
-TRACE_KEY = "trace"
-ROW_KEYS_KEY = "row_keys"  # role -> the TransferQueue key of that role's output
-
-
-@dataclass(frozen=True)
-class StepGame:
-    """One settled game of the step: its outcome, what the monitors read, and its rows' TransferQueue keys."""
-
-    outcome: GameOutcome
-    trace: GameTrace | None
-    row_keys: dict[str, str]  # role name -> key; roles whose output does not train have none
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> StepGame:
-        """Rebuild from a ledger record."""
-        trace = record.get(TRACE_KEY)
-        return cls(
-            GameOutcome.from_record(record),
-            None if trace is None else GameTrace.from_record(trace),
-            dict(record.get(ROW_KEYS_KEY) or {}),
-        )
 
 
 class GameLedger:
@@ -77,7 +53,7 @@ class GameLedger:
         row_keys: dict[str, str] | None = None,
     ) -> None:
         """Keep one settled game (a `GameOutcome.to_record()`), with its trace and its rows' keys."""
-        self.records.append({**record, TRACE_KEY: trace, ROW_KEYS_KEY: row_keys or {}})
+        self.records.append(ledger_record(record, trace, row_keys))
         self.judge_stats = self.judge_stats.merge(JudgeStats(**judge_stats))
 
     def drain(self) -> tuple[list[dict[str, Any]], JudgeStats]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from medical_team.game.difficulty_band import with_band_outcomes
-from medical_team.verl_ext.agent_loop_manager import StepGame
+from medical_team.verl_ext.step_games import StepGame
 from medical_team.vocab import Role
 
 

@@ -39,7 +39,6 @@ from medical_team.game.difficulty_band import with_band_outcomes
 from medical_team.game.monitors import collapse_monitors
 from medical_team.judge.gold_probe import GoldFloor
 from medical_team.judge.outage import JudgeUnavailableError
-from medical_team.verl_ext.agent_loop_manager import StepGame
 from medical_team.verl_ext.band_rewards import add_to_row_rewards, band_deltas
 from medical_team.verl_ext.learning_probe import probe_metrics
 from medical_team.verl_ext.reliability.checkpoints import StepCommits
@@ -49,6 +48,7 @@ from medical_team.verl_ext.reliability.metrics_file import use_appending_file_lo
 from medical_team.verl_ext.roles import role_of_key
 from medical_team.verl_ext.run_errors import NO_TRAJECTORIES, AllTiesError, all_ties_message
 from medical_team.verl_ext.settings import settings_from_trainer_config
+from medical_team.verl_ext.step_games import StepGame
 from medical_team.vocab import Role
 
 TRAINER_NAME = "medplay_sync"

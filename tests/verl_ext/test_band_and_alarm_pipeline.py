@@ -18,7 +18,7 @@ from verl.workers.rollout.replica import TokenOutput
 
 from medical_team.game import GameOutcome, JudgeStats
 from medical_team.game.difficulty_band import with_band_outcomes
-from medical_team.verl_ext.agent_loop_manager import StepGame
+from medical_team.verl_ext.step_games import StepGame
 from medical_team.vocab import Role
 
 pytestmark = pytest.mark.slow
