@@ -115,6 +115,8 @@ def test_difficulty_band_outcome_reaches_the_attacker_rows_before_the_advantages
 def test_degenerate_attacker_trips_the_alarm_and_stop_ends_the_run_after_the_step(
     trainer_config: DictConfig, transfer_queue: None, medec_csv: Path
 ) -> None:
+    import transfer_queue as tq
+
     from medical_team.verl_ext.trainer import SelfPlayTrainer
 
     monitors = {"patience": 2, "action": "stop", "alarms": {"max_self_bleu": 0.9}}
@@ -134,3 +136,6 @@ def test_degenerate_attacker_trips_the_alarm_and_stop_ends_the_run_after_the_ste
         assert metrics["attacker/self_bleu"] == pytest.approx(1.0)
         assert metrics["alarm/max_self_bleu"] == step
         assert trainer.total_training_steps == (100 if step == 1 else 5)  # the second step fires: the run ends
+        leftover = list(tq.kv_list("train").get("train") or [])  # this step's rows: never sampled for training
+        if leftover:
+            tq.kv_clear(keys=leftover, partition_id="train")
