@@ -1,0 +1,44 @@
+"""A ledger record round-trips into a StepGame; the band's reward deltas land on the attacker rows that train."""
+
+from __future__ import annotations
+
+import importlib.resources
+from pathlib import Path
+
+import pytest
+
+from medical_team.data.medec import load_medec
+from medical_team.data.seeds import build_seeds
+from medical_team.game import GameConfig, RewardConfig, RewardScheme, settle
+from medical_team.game.judging import JudgeVerdict
+from medical_team.game.monitors import GameTrace
+from medical_team.verl_ext.band_rewards import band_deltas
+from medical_team.verl_ext.step_games import StepGame, ledger_record
+from medical_team.vocab import Category
+
+BAND = GameConfig(rewards=RewardConfig(scheme=RewardScheme.DIFFICULTY_BAND))
+
+
+def test_band_deltas_are_each_attacker_rows_outcome_term() -> None:
+    resource = importlib.resources.files("medical_team.data.resources")
+    csv = Path(str(resource / "MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv"))
+    seeds = [s for s in build_seeds(load_medec(csv).notes, seed=0) if s.category is Category.ADVERSARIAL_HARMFUL][:3]
+    games = []
+    for i, (seed, verdict) in enumerate(zip(seeds, ["ERROR", "NO_ERROR", "ERROR"], strict=True)):
+        outcome = settle(
+            seed,
+            f"x </think> <answer> {seed.text} </answer>",
+            f"x </think> <answer> verdict: {verdict} </answer>",
+            JudgeVerdict(True, True),
+            BAND,
+        )
+        trace = GameTrace(seed.text, seed.text, 5, 4, 48)
+        row_keys = {"attacker": f"u{i}_attacker_0_0", "assessor": f"u{i}_assessor_0_0"} if i < 2 else {}
+        games.append(StepGame.from_record(ledger_record(outcome.to_record(), trace.to_record(), row_keys)))
+    assert games[0].trace == GameTrace(seeds[0].text, seeds[0].text, 5, 4, 48)
+    assert "outcome" not in games[0].outcome.attacker_terms  # settled per game without it
+    # one seed each: the category's rate, 2 of 3 right -> 2 * min(2/3, 1/3); the third game's attacker does not train
+    assert band_deltas(games) == {
+        "u0_attacker_0_0": pytest.approx(2 / 3),
+        "u1_attacker_0_0": pytest.approx(2 / 3),
+    }
