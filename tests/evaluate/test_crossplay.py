@@ -42,6 +42,7 @@ def league_run(two_checkpoints, tmp_path_factory) -> Path:
     return output
 
 
+@pytest.mark.slow
 def test_crossplay_writes_the_matrix_files(league_run):
     for name in ("crossplay.json", "crossplay.md", "crossplay.png", "crossplay_games.jsonl"):
         assert (league_run / name).stat().st_size > 0, name
@@ -51,6 +52,7 @@ def test_crossplay_writes_the_matrix_files(league_run):
     assert "| attacker \\ assessor | early | late |" in markdown
 
 
+@pytest.mark.slow
 def test_the_matrix_is_n_by_n_and_every_cell_counts_its_games(league_run):
     result = json.loads((league_run / "crossplay.json").read_text())
     assert [c["label"] for c in result["checkpoints"]] == ["early", "late"]
