@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from medical_team.evaluate.crossplay import League
+from medical_team.evaluate.crossplay import Cell, League
 
 CROSSPLAY_JSON = "crossplay.json"
 CROSSPLAY_MD = "crossplay.md"
@@ -70,6 +70,14 @@ def league_record(league: League, about: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _hits(cell: Cell, key: str) -> tuple[int, int]:
+    """The games behind one rate: (successes, decided adversarial) or (correct, decided)."""
+    counts = cell.counts()
+    if key == "attacker_success_rate":
+        return counts["attacker_successes"], counts["attacker_successes"] + counts["attacker_failures"]
+    return counts["assessor_correct"], counts["decided"]
+
+
 def _table(league: League, key: str) -> list[str]:
     """One matrix as a Markdown table; each cell shows the rate and its games (successes/decided)."""
     labels = [c.label for c in league.checkpoints]
@@ -77,12 +85,8 @@ def _table(league: League, key: str) -> list[str]:
     for label, row in zip(labels, league.cells, strict=True):
         cells = []
         for cell in row:
-            record = cell.record()
-            if key == "attacker_success_rate":
-                hits, total = record["attacker_successes"], record["attacker_successes"] + record["attacker_failures"]
-            else:
-                hits, total = record["assessor_correct"], record["decided"]
-            cells.append(f"{record[key]:.3f} ({hits}/{total})")
+            hits, total = _hits(cell, key)
+            cells.append(f"{cell.record()[key]:.3f} ({hits}/{total})")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return lines
 
@@ -145,10 +149,11 @@ def plot_league(league: League, path: Path) -> None:
         axis.set_ylabel("attacker")
         for i, row in enumerate(league.cells):
             for j, cell in enumerate(row):
-                counts = cell.counts()
-                games = counts["adversarial_games"] if key == "attacker_success_rate" else counts["games"]
+                hits, total = _hits(cell, key)
                 color = "black" if values[i][j] > 0.6 else "white"
-                axis.text(j, i, f"{values[i][j]:.2f}\nn={games}", ha="center", va="center", color=color, fontsize=8)
+                axis.text(
+                    j, i, f"{values[i][j]:.2f}\n{hits}/{total}", ha="center", va="center", color=color, fontsize=8
+                )
         figure.colorbar(image, ax=axis, fraction=0.046, pad=0.04)
     figure.tight_layout()
     figure.savefig(path, dpi=100)
