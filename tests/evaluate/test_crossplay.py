@@ -10,7 +10,7 @@ import pytest
 from medical_team.cli import main
 from medical_team.evaluate.crossplay import Checkpoint, play_league, play_order
 from medical_team.evaluate.league_seeds import load_league_seeds
-from medical_team.game.prompts import prompt_role
+from medical_team.game.prompts import assessor_messages, attacker_messages, first_turn_messages, prompt_role
 from medical_team.judge.rules import RulesJudge
 from medical_team.vocab import Label, Role
 
@@ -184,3 +184,13 @@ def test_model_and_crossplay_exclude_each_other(capsys, tmp_path, tiny_model):
         main(["eval", "--model", str(tiny_model), "--crossplay", str(tiny_model), "--output", str(tmp_path)])
     assert exit_info.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_prompt_role_tells_the_game_prompts_apart():
+    seed = load_league_seeds(None).seeds[0]
+    assert prompt_role(assessor_messages(seed.text)) is Role.ASSESSOR
+    adversarial = next(s for s in load_league_seeds(None).seeds if s.category.adversarial)
+    assert prompt_role(attacker_messages(adversarial)) is Role.ATTACKER
+    assert prompt_role(first_turn_messages(adversarial)) is Role.ATTACKER
+    with pytest.raises(ValueError, match="not a game prompt"):
+        prompt_role([{"role": "user", "content": "hello"}])
