@@ -1,11 +1,24 @@
-"""`medplay eval --model PATH --output DIR`: score a model as assessor on the MEDEC benchmark (MEDIQA-CORR 2024)."""
+"""`medplay eval --model PATH --output DIR`: score a model as assessor on the MEDEC benchmark (MEDIQA-CORR 2024).
+
+`medplay eval --crossplay CKPT_A CKPT_B ... --output DIR`: the cross-play league of those checkpoints
+(every attacker against every assessor on the val split's games; see docs/evaluation.md).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from medical_team.errors import UserInputError
+
+if TYPE_CHECKING:
+    from medical_team.evaluate.crossplay import Checkpoint
+    from medical_team.evaluate.generation import BatchGenerator, GenerationSettings
+    from medical_team.game.judging import Judge
+
+JUDGE_CHOICES = ("rules", "hf", "openai", "http")
 
 
 def _positive(flag: str, value: int | None) -> None:
@@ -14,14 +27,32 @@ def _positive(flag: str, value: int | None) -> None:
         raise UserInputError(f"must be at least 1, got {value}", field=flag)
 
 
+def _load_error(error: Exception, model: Path | str, field: str) -> UserInputError:
+    """A model that transformers or vLLM cannot load, as a one-line user error."""
+    reason = " ".join(str(error).split())
+    return UserInputError(
+        f"cannot load the model locally (nothing is downloaded; pass a model folder or a hub id already "
+        f"in the HF cache): {reason}",
+        file=str(model),
+        field=field,
+    )
+
+
 def run(args: argparse.Namespace) -> int:
-    """Load the benchmark and the model, generate, score, write DIR/eval.json and DIR/eval.md, print the comparison."""
+    """Score one model on the benchmark (`--model`) or play a cross-play league (`--crossplay`)."""
     for flag, value in (
         ("--limit", args.limit),
         ("--batch-size", args.batch_size),
         ("--max-new-tokens", args.max_new_tokens),
     ):
         _positive(flag, value)
+    if args.crossplay is not None:
+        return run_crossplay(args)
+    return run_benchmark(args)
+
+
+def run_benchmark(args: argparse.Namespace) -> int:
+    """Load the benchmark and the model, generate, score, write DIR/eval.json and DIR/eval.md, print the comparison."""
     from medical_team.evaluate.benchmark import load_benchmark
     from medical_team.evaluate.evaluation import EVAL_JSON, EVAL_MD, evaluate, write_outputs
     from medical_team.evaluate.generation import GenerationSettings, choose_backend, make_generator
@@ -39,13 +70,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         generator = make_generator(model, backend, settings)
     except (OSError, ValueError) as error:
-        reason = " ".join(str(error).split())
-        raise UserInputError(
-            f"cannot load the model locally (nothing is downloaded; pass a model folder or a hub id already "
-            f"in the HF cache): {reason}",
-            file=str(model),
-            field="--model",
-        ) from None
+        raise _load_error(error, model, "--model") from None
     about = {"model": str(args.model), "resolved_model": str(model), "backend": backend}
     result, responses = evaluate(generator, benchmark, settings, about)
     output = Path(args.output)
@@ -58,24 +83,144 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _checkpoints(given: list[str]) -> list[Checkpoint]:
+    """The league's entrants in the order given, resolved like `--model`, labelled by folder name (made unique)."""
+    from medical_team.evaluate.crossplay import Checkpoint
+    from medical_team.evaluate.model_source import resolve_model
+
+    if len(given) < 2:
+        raise UserInputError(f"a cross-play league needs at least 2 checkpoints, got {len(given)}", field="--crossplay")
+    resolved = [resolve_model(path, field="--crossplay") for path in given]
+    names = [Path(path).expanduser().name or path for path in given]
+    labels = [name if names.count(name) == 1 else f"{k}:{name}" for k, name in enumerate(names)]
+    return [Checkpoint(label, path, model) for label, path, model in zip(labels, given, resolved, strict=True)]
+
+
+def _judge(args: argparse.Namespace) -> tuple[Judge, str]:
+    """The fixed judge of the league and its description; the rules judge unless another is named."""
+    from medical_team.judge.backends import BackendSettings, build_judge
+
+    if args.judge in ("openai", "http") and not args.judge_url:
+        raise UserInputError(f"judge {args.judge!r} needs its endpoint address", field="--judge-url")
+    if args.judge_url and not args.judge_url.startswith(("http://", "https://")):
+        raise UserInputError(f"{args.judge_url!r} is not an http(s) URL", field="--judge-url")
+    if args.judge == "openai" and not args.judge_model:
+        raise UserInputError("judge 'openai' needs the served model name", field="--judge-model")
+    if args.judge_api_key_env and not os.environ.get(args.judge_api_key_env):
+        raise UserInputError(f"environment variable {args.judge_api_key_env} is not set", field="--judge-api-key-env")
+    if args.judge == "http":
+        from medical_team.judge.client import HttpJudge
+
+        return HttpJudge(args.judge_url), f"http ({args.judge_url})"
+    from medical_team.evaluate.generation import gpu_available
+
+    settings = BackendSettings(
+        backend=args.judge,
+        model=args.judge_model,
+        base_url=args.judge_url,
+        api_key=os.environ.get(args.judge_api_key_env) if args.judge_api_key_env else None,
+        device="cuda" if args.judge == "hf" and gpu_available() else "cpu",
+    )
+    try:
+        judge = build_judge(settings)
+    except (OSError, ValueError) as error:
+        raise UserInputError(f"cannot build the judge: {' '.join(str(error).split())}", field="--judge") from None
+    where = " ".join(str(part) for part in (args.judge_model, args.judge_url) if part)
+    return judge, f"{args.judge} ({where})" if where else args.judge
+
+
+def _loader(backend: str, settings: GenerationSettings):
+    """Loads one league checkpoint with the eval's generator; a load failure is a user error naming it."""
+    from medical_team.evaluate.generation import make_generator
+
+    def load(model: Path | str) -> BatchGenerator:
+        try:
+            return make_generator(model, backend, settings)
+        except (OSError, ValueError) as error:
+            raise _load_error(error, model, "--crossplay") from None
+
+    return load
+
+
+def run_crossplay(args: argparse.Namespace) -> int:
+    """Play every checkpoint's attacker against every checkpoint's assessor; write the matrices to DIR."""
+    from medical_team.evaluate.crossplay import play_league
+    from medical_team.evaluate.crossplay_report import CROSSPLAY_JSON, CROSSPLAY_MD, CROSSPLAY_PNG, write_league
+    from medical_team.evaluate.generation import GenerationSettings, choose_backend
+    from medical_team.evaluate.league_seeds import load_league_seeds
+
+    checkpoints = _checkpoints(args.crossplay)
+    output = Path(args.output)
+    if output.exists() and not output.is_dir():
+        raise UserInputError("exists and is not a directory", file=str(output), field="--output")
+    seeds = load_league_seeds(args.seeds).head(args.limit)
+    judge, judge_name = _judge(args)
+    backend = choose_backend(args.backend)
+    settings = GenerationSettings(args.max_new_tokens, args.batch_size, args.native_thinking)
+    n = len(checkpoints)
+    print(
+        f"cross-play league: {n} checkpoints, {n * n} cells x {len(seeds.seeds)} games of {seeds.source}; "
+        f"judge {judge_name}; backend {backend}"
+    )
+
+    def progress(cell) -> None:
+        record = cell.record()
+        print(
+            f"attacker {checkpoints[cell.attacker].label} vs assessor {checkpoints[cell.assessor].label}: "
+            f"attacker success {record['attacker_success_rate']:.3f}, assessor accuracy {record['assessor_accuracy']:.3f}"
+        )
+
+    league = play_league(checkpoints, seeds, judge, _loader(backend, settings), on_cell=progress)
+    about = {
+        "backend": backend,
+        "judge": judge_name,
+        "decoding": "greedy",
+        "max_new_tokens": args.max_new_tokens,
+        "native_thinking": args.native_thinking,
+        "limit": args.limit,
+    }
+    write_league(league, output, about)
+    names = ", ".join(str(output / name) for name in (CROSSPLAY_JSON, CROSSPLAY_MD, CROSSPLAY_PNG))
+    print(f"wrote {names} and the games to crossplay_games.jsonl")
+    return 0
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register `medplay eval`."""
     parser = subparsers.add_parser(
         "eval",
-        help="score a model as assessor on the MEDEC benchmark",
-        description="Write DIR/eval.json, DIR/eval.md, DIR/responses.jsonl and DIR/submission.txt (MEDIQA-CORR run "
-        "format). Nothing is downloaded.",
+        help="score a model as assessor on the MEDEC benchmark, or play a cross-play league of checkpoints",
+        description="--model: write DIR/eval.json, DIR/eval.md, DIR/responses.jsonl and DIR/submission.txt "
+        "(MEDIQA-CORR run format). --crossplay: play the attacker of every checkpoint against the assessor of "
+        "every checkpoint (diagonal included) and write DIR/crossplay.json, .md, .png and crossplay_games.jsonl. "
+        "Nothing is downloaded.",
     )
-    parser.add_argument(
-        "--model", required=True, help="HF model folder, verl checkpoint folder (with an HF export), or cached hub id"
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--model", help="HF model folder, verl checkpoint folder (with an HF export), or cached hub id")
+    which.add_argument(
+        "--crossplay",
+        nargs="+",
+        metavar="CKPT",
+        help="two or more checkpoints (like --model), oldest first: play each attacker against each assessor",
     )
-    parser.add_argument(
-        "--output", required=True, help="directory for eval.json, eval.md, responses.jsonl and submission.txt"
-    )
+    parser.add_argument("--output", required=True, help="directory for the output files")
     parser.add_argument(
         "--benchmark", help="benchmark.parquet from `medplay convert`, or a MEDEC CSV (default: bundled MEDEC-MS test)"
     )
-    parser.add_argument("--limit", type=int, help="evaluate only the first N notes")
+    parser.add_argument("--limit", type=int, help="evaluate only the first N notes (--crossplay: the first N games)")
+    parser.add_argument(
+        "--seeds",
+        help="--crossplay games: a game parquet (val.parquet of `medplay convert`) or a MEDEC CSV, whose val split "
+        "is drawn as `medplay convert` draws it (default: the bundled MEDEC-MS validation file's val split)",
+    )
+    parser.add_argument(
+        "--judge", choices=JUDGE_CHOICES, default="rules", help="--crossplay judge backend (default rules)"
+    )
+    parser.add_argument("--judge-model", help="--judge hf: model folder or cached id; openai: the served model name")
+    parser.add_argument(
+        "--judge-url", help="--judge openai: e.g. http://127.0.0.1:8001/v1; http: a `medplay judge serve`"
+    )
+    parser.add_argument("--judge-api-key-env", metavar="VAR", help="--judge openai: environment variable with the key")
     parser.add_argument("--batch-size", type=int, default=16, help="prompts per generation call (default 16)")
     parser.add_argument("--max-new-tokens", type=int, default=1024, help="response length cap (default 1024)")
     parser.add_argument(

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from medical_team.data.records import GameSeed
-from medical_team.vocab import ERROR_TYPES, BenignAttackMode, Category
+from medical_team.vocab import ERROR_TYPES, BenignAttackMode, Category, Role
 
 THINKING_PREFIX = "Let's think step by step.\n<think> "
 # What a native thinking mode (Qwen3 `enable_thinking`) opens the response with, when its template does not.
@@ -77,7 +77,11 @@ def attacker_messages(seed: GameSeed, benign_mode: BenignAttackMode = BenignAtta
             corrected_sentence=seed.corrected_sentence or "",
         )
     elif seed.category is Category.ADVERSARIAL_BENIGN:
-        task = _INJECT_TASK.format(error_types=_ERROR_TYPES_TEXT) if benign_mode is BenignAttackMode.INJECT else _DECOY_TASK
+        task = (
+            _INJECT_TASK.format(error_types=_ERROR_TYPES_TEXT)
+            if benign_mode is BenignAttackMode.INJECT
+            else _DECOY_TASK
+        )
     else:
         raise ValueError(f"seed {seed.note_id} is {seed.category.value}: vanilla games have no attacker turn")
     return [
@@ -92,6 +96,16 @@ def assessor_messages(note: str) -> list[Message]:
         {"role": "system", "content": _ASSESSOR_SYSTEM},
         {"role": "user", "content": f"Does this clinical note contain a medical error?\n\nClinical note:\n{note}"},
     ]
+
+
+def prompt_role(messages: list[Message]) -> Role:
+    """The role a chat prompt built by this module addresses (told apart by its system message)."""
+    system = messages[0]["content"] if messages and messages[0].get("role") == "system" else None
+    if system == _ATTACKER_SYSTEM:
+        return Role.ATTACKER
+    if system == _ASSESSOR_SYSTEM:
+        return Role.ASSESSOR
+    raise ValueError("not a game prompt: its system message is neither the attacker's nor the assessor's")
 
 
 def first_turn_messages(seed: GameSeed, benign_mode: BenignAttackMode = BenignAttackMode.INJECT) -> list[Message]:
