@@ -103,13 +103,20 @@ def test_both_runs_joined_the_cluster_instead_of_starting_one(runs: Runs) -> Non
         assert "Started a local Ray instance" not in run.log
 
 
+def _class_name(actor: dict[str, Any]) -> str:
+    """An actor's class without its qualifiers (verl defines WorkerDict inside a function)."""
+    return actor["class"].rsplit(".", 1)[-1]
+
+
 def test_each_run_placed_one_rank_on_each_node(runs: Runs) -> None:
     nodes = set(_node_ids(runs).values())
-    jobs = {actor["job"] for actor in runs.state["actors"] if actor["class"] == "WorkerDict"}
-    assert len(jobs) == 2, f"expected the two training runs' workers, found jobs {jobs}"
+    actors = runs.state["actors"]
+    jobs = {actor["job"] for actor in actors if _class_name(actor) == "WorkerDict"}
+    classes = sorted({actor["class"] for actor in actors})
+    assert len(jobs) == 2, f"expected the two training runs' workers, found jobs {jobs} among {classes}"
     for job in jobs:
         for actor_class in RANK_ACTOR_CLASSES:
-            placed = [a["node"] for a in runs.state["actors"] if a["job"] == job and a["class"] == actor_class]
+            placed = [a["node"] for a in actors if a["job"] == job and _class_name(a) == actor_class]
             assert sorted(placed) == sorted(nodes), f"job {job}: {actor_class} actors on {placed}, nodes {nodes}"
 
 
