@@ -136,3 +136,9 @@ def test_the_second_run_resumed_from_step_2_and_played_step_3(runs: Runs) -> Non
         assert f"step:{step} -" not in runs.resumed.log, f"the resumed run played step {step} again"
     assert read_tracker(runs.root / "checkpoints") == RESUMED_STEPS
     assert sorted(metrics_by_step(runs.root)) == list(range(1, RESUMED_STEPS + 1))
+
+
+def test_the_rollout_matched_the_actor_every_step(runs: Runs) -> None:
+    # verl compares the vLLM servers' token probabilities with the actor's: both replicas got the weights.
+    for step, data in metrics_by_step(runs.root).items():
+        assert data["training/rollout_probs_diff_max"] < 1e-3, f"step {step}: {data['training/rollout_probs_diff_max']}"
