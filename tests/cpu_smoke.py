@@ -33,9 +33,12 @@ def train_command(root: Path, steps: int, *overrides: str) -> list[str]:
     ]
 
 
-def train(root: Path, steps: int, *overrides: str) -> subprocess.CompletedProcess[str]:
-    """Run a training to the end and require exit status 0."""
-    result = subprocess.run(train_command(root, steps, *overrides), cwd=root, capture_output=True, text=True, check=False)
+def train(
+    root: Path, steps: int, *overrides: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run a training to the end (in `env`, default this process's environment) and require exit status 0."""
+    command = train_command(root, steps, *overrides)
+    result = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, check=False)
     assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout[-3000:]}\n{result.stderr[-6000:]}"
     return result
 
@@ -44,3 +47,10 @@ def metrics_by_step(root: Path) -> dict[int, dict[str, float]]:
     """The metrics file's records by step (the last record of a step wins)."""
     lines = (root / "checkpoints" / "metrics.jsonl").read_text().splitlines()
     return {record["step"]: record["data"] for record in map(json.loads, filter(None, lines))}
+
+
+def full_log(console: str) -> str:
+    """The run log that `medplay train` named on its console (`log: PATH`)."""
+    paths = [line.removeprefix("log: ") for line in console.splitlines() if line.startswith("log: ")]
+    assert len(paths) == 1, console[-3000:]
+    return Path(paths[0]).read_text()

@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 import torch
-from cpu_smoke import TRAIN_TIMEOUT_S, convert, metrics_by_step, train, train_command
+from cpu_smoke import TRAIN_TIMEOUT_S, convert, full_log, metrics_by_step, train, train_command
 from safetensors.torch import load_file
 from spec_names import ADVERSARIAL, GAME_MD_METRICS, MONITOR_METRICS, MONITOR_PLOT_LABELS
 
@@ -71,13 +71,6 @@ def _process(pid: int) -> psutil.Process | None:
         return psutil.Process(pid)
     except psutil.NoSuchProcess:
         return None
-
-
-def full_log(console: str) -> str:
-    """The run log that `medplay train` named on its console (`log: PATH`)."""
-    paths = [line.removeprefix("log: ") for line in console.splitlines() if line.startswith("log: ")]
-    assert len(paths) == 1, console[-3000:]
-    return Path(paths[0]).read_text()
 
 
 @dataclass(frozen=True)
