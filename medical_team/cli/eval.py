@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import time
 from pathlib import Path
 
 from medical_team.errors import UserInputError
@@ -36,6 +37,7 @@ def run(args: argparse.Namespace) -> int:
     backend = choose_backend(args.backend)
     settings = GenerationSettings(args.max_new_tokens, args.batch_size, args.native_thinking)
     print(f"evaluating {model} with {backend} on {len(benchmark.golds)} notes of {benchmark.source}")
+    started = time.perf_counter()
     try:
         generator = make_generator(model, backend, settings)
     except (OSError, ValueError) as error:
@@ -46,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
             file=str(model),
             field="--model",
         ) from None
-    about = {"model": str(args.model), "resolved_model": str(model), "backend": backend}
+    load_seconds = round(time.perf_counter() - started, 1)  # vLLM's engine start; not in generation.seconds
+    about = {"model": str(args.model), "resolved_model": str(model), "backend": backend, "load_seconds": load_seconds}
     result, responses = evaluate(generator, benchmark, settings, about)
     output = Path(args.output)
     submission = write_outputs(result, responses, output)
@@ -76,7 +79,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--benchmark", help="benchmark.parquet from `medplay convert`, or a MEDEC CSV (default: bundled MEDEC-MS test)"
     )
     parser.add_argument("--limit", type=int, help="evaluate only the first N notes")
-    parser.add_argument("--batch-size", type=int, default=16, help="prompts per generation call (default 16)")
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=16,
+        help="prompts per transformers generate call (default 16); vLLM batches all prompts itself",
+    )
     parser.add_argument("--max-new-tokens", type=int, default=1024, help="response length cap (default 1024)")
     parser.add_argument(
         "--backend",
