@@ -47,7 +47,7 @@ clean:
 # --- the GPU appliance (Docker) ----------------------------------------------------------------
 # Every version comes from docker/requirements-gpu.lock; the tag names the stack (docker/stack.sh tag).
 # `make train ARGS="profile=80g trainer.total_epochs=2"`; volumes live under $(VOLUMES).
-.PHONY: build shell train lint bench
+.PHONY: build shell train lint bench bench-eval
 
 DOCKER ?= docker
 IMAGE ?= medplay
@@ -86,10 +86,16 @@ lint: $(STAMP)
 	$(VENV)/bin/shellcheck entrypoints/*.sh docker/*.sh .ci/run
 	$(VENV)/bin/ruff check medical_team tests scripts
 
-# Speed and memory figures as JSON (scripts/bench.py -> build/bench.json).
+# Speed and memory figures as JSON: the training step (scripts/bench.py -> build/bench.json), then `medplay eval`
+# of SmolLM2-135M with vLLM vs transformers (scripts/bench_eval.py -> build/bench_eval.json; `make bench-eval` alone).
 bench: $(STAMP)
 	mkdir -p build
 	$(PY) scripts/bench.py --output build/bench.json
+	$(PY) scripts/bench_eval.py --output build/bench_eval.json
+
+bench-eval: $(STAMP)
+	mkdir -p build
+	$(PY) scripts/bench_eval.py --output build/bench_eval.json
 
 # The GPU stack as an offline wheelhouse (scripts/wheelhouse.py, docs/wheelhouse.md): FLAVOUR=full|onto-torch,
 # SPLIT_MIB=N also lays it out in parts of N MiB, DRY=1 writes only the plan (no network). pip resolves for the

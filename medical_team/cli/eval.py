@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -67,11 +68,13 @@ def run_benchmark(args: argparse.Namespace) -> int:
     backend = choose_backend(args.backend)
     settings = GenerationSettings(args.max_new_tokens, args.batch_size, args.native_thinking)
     print(f"evaluating {model} with {backend} on {len(benchmark.golds)} notes of {benchmark.source}")
+    started = time.perf_counter()
     try:
         generator = make_generator(model, backend, settings)
     except (OSError, ValueError) as error:
         raise _load_error(error, model, "--model") from None
-    about = {"model": str(args.model), "resolved_model": str(model), "backend": backend}
+    load_seconds = round(time.perf_counter() - started, 1)  # vLLM's engine start; not in generation.seconds
+    about = {"model": str(args.model), "resolved_model": str(model), "backend": backend, "load_seconds": load_seconds}
     result, responses = evaluate(generator, benchmark, settings, about)
     output = Path(args.output)
     submission = write_outputs(result, responses, output)
@@ -221,7 +224,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--judge-url", help="--judge openai: e.g. http://127.0.0.1:8001/v1; http: a `medplay judge serve`"
     )
     parser.add_argument("--judge-api-key-env", metavar="VAR", help="--judge openai: environment variable with the key")
-    parser.add_argument("--batch-size", type=int, default=16, help="prompts per generation call (default 16)")
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        default=16,
+        help="prompts per transformers generate call (default 16); vLLM batches all prompts itself",
+    )
     parser.add_argument("--max-new-tokens", type=int, default=1024, help="response length cap (default 1024)")
     parser.add_argument(
         "--backend",

@@ -9,11 +9,12 @@ import importlib.util
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from medical_team.game.prompts import Message, render_prompt
 
 BACKENDS = ("auto", "vllm", "transformers")
+CPU_KV_CACHE_BYTES = 2 << 30  # vLLM's KV cache on CPU: ~90 K tokens of a 135M model, ~7 K of a 4B one
 
 
 class BatchGenerator(Protocol):
@@ -48,13 +49,21 @@ def choose_backend(requested: str) -> str:
 
 
 class VLLMGenerator:
-    """Greedy generation with vLLM's offline engine; prompts rendered like the game renders them."""
+    """Greedy generation with vLLM's offline engine; prompts rendered like the game renders them.
+
+    vLLM gets every prompt in one call and batches them itself (continuous batching, up to its own
+    `max_num_seqs`); `GenerationSettings.batch_size` only sizes transformers' batches. On CPU the
+    engine runs eagerly (torch.compile adds ~90 s to its start there and decodes no faster) and its
+    KV cache is a fixed `CPU_KV_CACHE_BYTES`: vLLM's default would reserve 92 % of host RAM and refuses
+    to start when other processes hold more than the rest.
+    """
 
     def __init__(self, model: Path | str, settings: GenerationSettings) -> None:
         from vllm import LLM, SamplingParams
 
         self.settings = settings
-        self.llm = LLM(model=str(model), max_num_seqs=settings.batch_size, seed=0)
+        cpu_only = {} if gpu_available() else {"enforce_eager": True, "kv_cache_memory_bytes": CPU_KV_CACHE_BYTES}
+        self.llm = LLM(model=str(model), seed=0, **cpu_only)
         self.tokenizer = self.llm.get_tokenizer()
         self.params = SamplingParams(temperature=0.0, max_tokens=settings.max_new_tokens)
 
@@ -62,10 +71,20 @@ class VLLMGenerator:
         """Chat template plus the thinking prefix, exactly as the game renders prompts."""
         return render_prompt(self.tokenizer, messages, self.settings.native_thinking)
 
-    def generate(self, prompts: Sequence[list[Message]]) -> list[str]:
-        """One response per prompt, in order."""
-        outputs = self.llm.generate([self.render(m) for m in prompts], self.params, use_tqdm=False)
+    def generate(self, prompts: Sequence[list[Message]], progress: bool = False) -> list[str]:
+        """One response per prompt, in order; `progress` shows a bar counting finished notes."""
+        texts = [self.render(m) for m in prompts]
+        outputs = self.llm.generate(texts, self.params, use_tqdm=_note_bar if progress else False)
         return [output.outputs[0].text for output in outputs]
+
+
+def _note_bar(*iterable: Any, **kwargs: Any) -> Any:
+    """vLLM's progress bar as `assessing ... note` (its instant prompt-rendering pass gets none)."""
+    from tqdm import tqdm
+
+    if iterable:
+        return tqdm(*iterable, disable=True)
+    return tqdm(total=kwargs.get("total"), unit="note", desc="assessing", dynamic_ncols=True)
 
 
 def make_generator(model: Path | str, backend: str, settings: GenerationSettings) -> BatchGenerator:
@@ -85,9 +104,11 @@ def make_generator(model: Path | str, backend: str, settings: GenerationSettings
 
 
 def generate_all(generator: BatchGenerator, prompts: Sequence[list[Message]], batch_size: int) -> list[str]:
-    """Responses for every prompt, `batch_size` at a time, with a progress bar."""
+    """Responses for every prompt with a progress bar: `batch_size` at a time, or all at once to vLLM."""
     from tqdm import tqdm
 
+    if isinstance(generator, VLLMGenerator):  # its scheduler keeps its batch full as responses finish
+        return generator.generate(prompts, progress=True)
     responses: list[str] = []
     with tqdm(total=len(prompts), unit="note", desc="assessing", dynamic_ncols=True) as bar:
         for start in range(0, len(prompts), batch_size):

@@ -58,6 +58,7 @@ def test_full_benchmark_writes_one_prediction_per_note(full_run, test_notes):
     for prediction in result["predictions"]:
         assert {"text_id", "flag", "sentence_id", "correction"} <= set(prediction)
     assert result["backend"] == "transformers"
+    assert result["load_seconds"] >= 0 and result["generation"]["seconds"] > 0  # loading is timed apart
     assert len((full_run / "responses.jsonl").read_text().splitlines()) == 597
 
 

@@ -20,6 +20,7 @@ def test_vllm_backend_matches_transformers_on_greedy_responses(tiny_model, tmp_p
         assert main([*argv, "--limit", "4", "--max-new-tokens", "6", "--batch-size", "4"]) == 0
         result = json.loads((output / "eval.json").read_text())
         assert result["backend"] == backend and len(result["predictions"]) == 4
+        assert result["load_seconds"] >= 0 and result["generation"]["seconds"] > 0  # loading is timed apart
         responses[backend] = [json.loads(line)["response"] for line in (output / "responses.jsonl").open()]
     # Same prompt rendering and greedy decoding: both engines continue the prompt identically.
     assert responses["vllm"] == responses["transformers"]
