@@ -81,14 +81,15 @@ def run(args: argparse.Namespace) -> int:
     if not console.is_terminal:
         console = Console(width=160)  # logs and pipes: one line per row
     console.print(render(report))
+    # Message lines are never wrapped: a long path must not split a sentence that logs and tests search for.
     for note in report.notes:
-        console.print(note)
+        console.print(note, soft_wrap=True)
     for reason in report.refusals:
-        console.print(f"[red]cannot train:[/red] {reason}", highlight=False)
+        console.print(f"[red]cannot train:[/red] {reason}", highlight=False, soft_wrap=True)
     output = Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(report.to_json_dict(), indent=2) + "\n")
-    console.print(f"profile: {report.profile}; report written to {output}")
+    console.print(f"profile: {report.profile}; report written to {output}", soft_wrap=True)
     return 0 if report.ok else REFUSED
 
 
