@@ -11,11 +11,14 @@ from typing import Any
 import pytest
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from medical_team.judge.settings import packaged_judge_section
+
 MEDPLAY_SECTION: dict[str, Any] = {
     "training_mode": "joint",
     "adversarial_games": True,
     "rewards": {"scheme": "general_sum", "localisation_bonus": 0.0, "remove_ties": True},
-    "judge": {"backend": "rules"},
+    # configs/medplay.yaml's judge, with the model-free backend.
+    "judge": {**packaged_judge_section(), "backend": "rules"},
 }
 
 
