@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The container's entrypoint: `docker run medplay:TAG COMMAND [ARGS...]`; `help` lists the commands.
-# Every command execs its program, so signals (docker stop) reach it directly. `train` execs
+# A dispatcher: every command execs its program, so signals (docker stop) reach it directly. `train` execs
 # supervisord through docker/supervise.py, which exits with the pipeline's exit status.
 set -euo pipefail
 
@@ -44,36 +44,11 @@ run are Hydra overrides of train (e.g. medplay.stop_grace_s=600); "medplay confi
 USAGE
 }
 
-train() {
-    mkdir -p "${MEDPLAY_RUN_DIR}" "${MEDPLAY_LOGS}/supervisor"
-    # supervisord passes no arguments to its programs: the overrides travel in a file, one per line.
-    local overrides="${MEDPLAY_RUN_DIR}/train.args"
-    : > "${overrides}"
-    local arg
-    for arg in "$@"; do
-        if [[ "${arg}" == *$'\n'* ]]; then
-            echo "entrypoint: error: a Hydra override cannot contain a line break: ${arg@Q}" >&2
-            exit 2
-        fi
-        printf '%s\n' "${arg}" >> "${overrides}"
-    done
-    rm -f "${MEDPLAY_RUN_DIR}/pipeline.status"
-    # supervisord waits a minute longer than the trainer's own stop grace (medplay.stop_grace_s) before SIGKILL.
-    local grace
-    grace="$(medplay config get medplay.stop_grace_s "$@")"
-    if [[ ! "${grace}" =~ ^[0-9]+(\.[0-9]*)?$ ]]; then
-        echo "entrypoint: error: medplay.stop_grace_s must be a number of seconds, got '${grace}'" >&2
-        exit 2
-    fi
-    MEDPLAY_STOP_WAIT_S="$((${grace%.*} + 60))"
-    export MEDPLAY_STOP_WAIT_S
-    exec python "${MEDPLAY_HOME}/docker/supervise.py" --configuration "${MEDPLAY_HOME}/docker/supervisord.conf"
-}
-
 command="${1:-help}"
 shift || true
 case "${command}" in
-    train) train "$@" ;;
+    # supervise.py writes the overrides for the pipeline and becomes supervisord (docker/supervisord.conf).
+    train) exec python "${MEDPLAY_HOME}/docker/supervise.py" "$@" ;;
     shell) exec bash "$@" ;;
     probe | convert | eval | judge | version) exec medplay "${command}" "$@" ;;
     help | -h | --help) usage ;;
