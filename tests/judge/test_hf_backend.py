@@ -16,7 +16,7 @@ from medical_team.judge.model_judge import ModelJudge
 from medical_team.judge.prompt import judge_messages
 from medical_team.judge.scorer import JudgeScorer
 from medical_team.judge.settings import packaged_judge_settings
-from medical_team.verl_ext.tiny_model import TinyModelSpec, build_tiny_model
+from medical_team.models.tiny import TinyModelSpec, build_tiny_model
 
 pytestmark = pytest.mark.slow
 

@@ -31,7 +31,7 @@ def medplay_section() -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random Qwen3 with a locally trained tokenizer (built offline)."""
-    from medical_team.verl_ext.tiny_model import build_tiny_model
+    from medical_team.models.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
 
