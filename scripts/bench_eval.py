@@ -13,13 +13,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from bench_result import machine, write_result
 
 TARGET_SPEEDUP = 3.0
 BACKENDS = ("vllm", "transformers")
@@ -104,12 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         "vllm_speedup_per_note": round(speedup, 2),
         "target_speedup": TARGET_SPEEDUP,
         "meets_target": speedup >= TARGET_SPEEDUP,
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+        "machine": machine(),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(result, indent=2))
-    return 0 if result["meets_target"] else 1
+    return write_result(args.output, result)
 
 
 if __name__ == "__main__":
