@@ -54,11 +54,13 @@ IMAGE ?= medplay
 IMAGE_TAG := $(shell docker/stack.sh tag)
 VOLUMES ?= build/volumes
 GPUS ?= --gpus all
-# docker stop waits this long: the trainer has 600 s to save after SIGTERM, supervisord 660 s before SIGKILL.
+# docker stop waits this long: more than the trainer's medplay.stop_grace_s to save after SIGTERM plus the
+# minute supervisord adds before SIGKILL (`medplay config get medplay.stop_grace_s`); raise both together.
 STOP_TIMEOUT ?= 720
+# The image's volumes (Dockerfile VOLUME), each mounted from $(VOLUMES)/NAME.
+VOLUME_NAMES := checkpoints models data logs
 DOCKER_RUN = $(DOCKER) run --rm $(GPUS) --ipc=host --stop-timeout $(STOP_TIMEOUT) \
-	-v $(abspath $(VOLUMES))/checkpoints:/checkpoints -v $(abspath $(VOLUMES))/models:/models \
-	-v $(abspath $(VOLUMES))/data:/data -v $(abspath $(VOLUMES))/logs:/logs
+	$(foreach name,$(VOLUME_NAMES),-v $(abspath $(VOLUMES))/$(name):/$(name))
 
 # The image's user takes the host user's ids (files on the volumes stay theirs); root on the host gets 1000.
 HOST_UID := $(shell id -u)
@@ -72,7 +74,7 @@ build:
 	    -t $(IMAGE):$(IMAGE_TAG) -t $(IMAGE):latest .
 
 $(VOLUMES):
-	mkdir -p $@/checkpoints $@/models $@/data $@/logs
+	mkdir -p $(addprefix $@/,$(VOLUME_NAMES))
 
 shell: | $(VOLUMES)
 	$(DOCKER_RUN) -it $(IMAGE):latest shell

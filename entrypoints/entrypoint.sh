@@ -1,25 +1,16 @@
 #!/usr/bin/env bash
 # The container's entrypoint: `docker run medplay:TAG COMMAND [ARGS...]`; `help` lists the commands.
-# Every command execs its program, so signals (docker stop) reach it directly. `train` execs
+# A dispatcher: every command execs its program, so signals (docker stop) reach it directly. `train` execs
 # supervisord through docker/supervise.py, which exits with the pipeline's exit status.
 set -euo pipefail
 
 MEDPLAY_HOME="${MEDPLAY_HOME:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
 export MEDPLAY_HOME
-export MEDPLAY_CHECKPOINTS="${MEDPLAY_CHECKPOINTS:-/checkpoints}"
-export MEDPLAY_DATA="${MEDPLAY_DATA:-/data}"
-export MEDPLAY_LOGS="${MEDPLAY_LOGS:-/logs}"
+# The volumes come from the image's ENV (Dockerfile: MEDPLAY_CHECKPOINTS, MEDPLAY_DATA, MEDPLAY_LOGS).
+: "${MEDPLAY_CHECKPOINTS:?is set by the image}" "${MEDPLAY_DATA:?is set by the image}" "${MEDPLAY_LOGS:?is set by the image}"
 # supervisord's socket and pid file, the pipeline's overrides and exit status (keep the path short: unix sockets).
 export MEDPLAY_RUN_DIR="${MEDPLAY_RUN_DIR:-/tmp/medplay}"
-# Seconds the trainer gets to save a checkpoint after SIGTERM (medplay.stop_grace_s); supervisord waits a
-# minute longer before SIGKILL, so the trainer's own deadline comes first.
-export MEDPLAY_STOP_GRACE_S="${MEDPLAY_STOP_GRACE_S:-600}"
-if [[ ! "${MEDPLAY_STOP_GRACE_S}" =~ ^[0-9]+$ ]]; then
-    echo "entrypoint: error: MEDPLAY_STOP_GRACE_S must be whole seconds, got '${MEDPLAY_STOP_GRACE_S}'" >&2
-    exit 2
-fi
-export MEDPLAY_STOP_WAIT_S="$((MEDPLAY_STOP_GRACE_S + 60))"
-# Ports of the local Ray head (only used when RAY_ADDRESS is not set) and of the judge server.
+# Ports of the local Ray head (only used when RAY_ADDRESS is not set).
 export MEDPLAY_RAY_PORT="${MEDPLAY_RAY_PORT:-6379}"
 export MEDPLAY_RAY_CLIENT_PORT="${MEDPLAY_RAY_CLIENT_PORT:-10001}"
 export MEDPLAY_RAY_DASHBOARD_PORT="${MEDPLAY_RAY_DASHBOARD_PORT:-8265}"
@@ -30,7 +21,6 @@ if [[ -z "${RAY_ADDRESS:-}" ]]; then
     export RAY_AUTH_MODE="${RAY_AUTH_MODE:-token}"
     export RAY_AUTH_TOKEN_PATH="${RAY_AUTH_TOKEN_PATH:-${MEDPLAY_RUN_DIR}/ray-auth-token}"
 fi
-export MEDPLAY_JUDGE_PORT="${MEDPLAY_JUDGE_PORT:-8100}"
 export MEDPLAY_JUDGE_SERVE_ARGS="${MEDPLAY_JUDGE_SERVE_ARGS:---backend rules}"
 
 usage() {
@@ -47,33 +37,18 @@ usage: COMMAND [ARGS...]
   version                versions of medplay and its stack
   help                   this text
 
-Volumes: /checkpoints (checkpoints, converted data), /models (HF_HOME), /data (MEDEC CSVs replacing
-the bundled ones), /logs (supervisor, pipeline steps, probe.json). Set RAY_ADDRESS to join an
-existing Ray cluster instead of starting a local head.
+Volumes: ${MEDPLAY_CHECKPOINTS} (checkpoints, converted data), ${HF_HOME:-the HF cache} (models),
+${MEDPLAY_DATA} (MEDEC CSVs replacing the bundled ones), ${MEDPLAY_LOGS} (supervisor, pipeline steps,
+probe.json). Set RAY_ADDRESS to join an existing Ray cluster instead of starting a local head. Settings of a
+run are Hydra overrides of train (e.g. medplay.stop_grace_s=600); "medplay config get KEY" shows a value.
 USAGE
-}
-
-train() {
-    mkdir -p "${MEDPLAY_RUN_DIR}" "${MEDPLAY_LOGS}/supervisor"
-    # supervisord passes no arguments to its programs: the overrides travel in a file, one per line.
-    local overrides="${MEDPLAY_RUN_DIR}/train.args"
-    : > "${overrides}"
-    local arg
-    for arg in "$@"; do
-        if [[ "${arg}" == *$'\n'* ]]; then
-            echo "entrypoint: error: a Hydra override cannot contain a line break: ${arg@Q}" >&2
-            exit 2
-        fi
-        printf '%s\n' "${arg}" >> "${overrides}"
-    done
-    rm -f "${MEDPLAY_RUN_DIR}/pipeline.status"
-    exec python "${MEDPLAY_HOME}/docker/supervise.py" --configuration "${MEDPLAY_HOME}/docker/supervisord.conf"
 }
 
 command="${1:-help}"
 shift || true
 case "${command}" in
-    train) train "$@" ;;
+    # supervise.py writes the overrides for the pipeline and becomes supervisord (docker/supervisord.conf).
+    train) exec python "${MEDPLAY_HOME}/docker/supervise.py" "$@" ;;
     shell) exec bash "$@" ;;
     probe | convert | eval | judge | version) exec medplay "${command}" "$@" ;;
     help | -h | --help) usage ;;

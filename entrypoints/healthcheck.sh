@@ -6,7 +6,7 @@ set -euo pipefail
 run_dir="${MEDPLAY_RUN_DIR:-/tmp/medplay}"
 # The metrics file of the composed config (the pipeline writes it with `medplay config get medplay.metrics_file`).
 composed_heartbeat="$(cat "${run_dir}/heartbeat.path" 2>/dev/null || true)"
-heartbeat="${MEDPLAY_HEARTBEAT_FILE:-${composed_heartbeat:-${MEDPLAY_CHECKPOINTS:-/checkpoints}/metrics.jsonl}}"
+heartbeat="${MEDPLAY_HEARTBEAT_FILE:-${composed_heartbeat}}"
 max_age="${MEDPLAY_HEARTBEAT_MAX_AGE_S:-1800}"
 
 pid="$(cat "${run_dir}/supervisord.pid" 2>/dev/null || true)"
@@ -21,7 +21,7 @@ if [[ "${step}" != train ]]; then
 fi
 # Before the first step is logged, the train step's start stands in for the heartbeat (model loading, vLLM start).
 last_beat="$(stat -c %Y "${run_dir}/pipeline.step")"
-if [[ -f "${heartbeat}" ]]; then
+if [[ -n "${heartbeat}" && -f "${heartbeat}" ]]; then
     beat="$(stat -c %Y "${heartbeat}")"
     last_beat=$((beat > last_beat ? beat : last_beat))
 fi

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# supervisord program `pipeline` (entrypoint `train`): probe -> Ray -> config -> [judge server] -> convert -> train.
+# supervisord program `pipeline` (entrypoint `train`): probe -> config -> Ray -> [judge server] -> convert -> train.
 # Each step's output goes to stdout and to $MEDPLAY_LOGS/pipeline/STEP.log; the first failing step ends the
 # pipeline with that step's exit status. SIGTERM/SIGINT are forwarded to the running step (the trainer saves
 # a checkpoint and exits). The exit status is written to $MEDPLAY_RUN_DIR/pipeline.status for docker/supervise.py.
@@ -97,20 +97,6 @@ run_step probe medplay probe "${probe_args[@]}"
 profile="$(python -c 'import json, sys; print(json.load(open(sys.argv[1]))["profile"])' "${MEDPLAY_LOGS}/probe.json")"
 say "hardware profile: ${profile}"
 
-# --- Ray: join RAY_ADDRESS, or start the local head under supervisord ---------------------------------------
-if [[ -n "${RAY_ADDRESS:-}" ]]; then
-    say "RAY_ADDRESS is set: joining the existing Ray cluster at ${RAY_ADDRESS}; no local Ray head is started"
-else
-    : > "${run_dir}/ray-head.args"
-    if [[ "${profile}" == cpu-smoke ]]; then
-        # The same over-commitment as configs/profile/cpu-smoke.yaml's ray_init: verl bundles ask for 3 CPUs and a GPU.
-        printf '%s\n' --num-cpus=16 --num-gpus=1 > "${run_dir}/ray-head.args"
-    fi
-    run_step ray-head "${supervisorctl[@]}" start ray-head
-    export RAY_ADDRESS="127.0.0.1:${MEDPLAY_RAY_PORT}"
-fi
-run_step ray-ready wait_until 180 "Ray cluster at ${RAY_ADDRESS}" ray status --address "${RAY_ADDRESS}"
-
 # --- the training config as `medplay train` will compose it (YAML, profile and overrides alike) --------------
 data_dir="${MEDPLAY_CHECKPOINTS}/data"
 train_overrides=(
@@ -118,7 +104,6 @@ train_overrides=(
     "medplay.output_dir=${MEDPLAY_CHECKPOINTS}"
     "trainer.default_local_dir=${MEDPLAY_CHECKPOINTS}"
     "medplay.data_dir=${data_dir}"
-    "medplay.stop_grace_s=${MEDPLAY_STOP_GRACE_S}"
     "${other_overrides[@]}"
 )
 # config_values FILE KEY... OVERRIDES...: the composed values, one line per key, into FILE (and the step's log).
@@ -129,19 +114,40 @@ config_values() {
     sed 's/^/composed: /' "${file}"
 }
 composed="${run_dir}/composed.txt"
-run_step config config_values "${composed}" medplay.judge.backend medplay.judge.url medplay.metrics_file \
-    "${train_overrides[@]}"
-{ read -r judge_backend; read -r judge_url; read -r metrics_file; } < "${composed}"
+run_step config config_values "${composed}" medplay.judge.backend medplay.judge.url medplay.judge.server_port \
+    medplay.metrics_file ray_kwargs.ray_init.num_cpus ray_kwargs.ray_init.num_gpus "${train_overrides[@]}"
+{
+    read -r judge_backend
+    read -r judge_url
+    read -r judge_port
+    read -r metrics_file
+    read -r ray_cpus
+    read -r ray_gpus
+} < "${composed}"
 # The health check's heartbeat: the metrics file this run appends one line to per step.
 echo "${metrics_file}" > "${run_dir}/heartbeat.path"
+
+# --- Ray: join RAY_ADDRESS, or start the local head under supervisord ---------------------------------------
+if [[ -n "${RAY_ADDRESS:-}" ]]; then
+    say "RAY_ADDRESS is set: joining the existing Ray cluster at ${RAY_ADDRESS}; no local Ray head is started"
+else
+    # The resources the composed config's ray_init declares (cpu-smoke over-commits: a fake GPU, 16 CPUs).
+    : > "${run_dir}/ray-head.args"
+    if [[ -n "${ray_cpus}" ]]; then echo "--num-cpus=${ray_cpus}" >> "${run_dir}/ray-head.args"; fi
+    if [[ -n "${ray_gpus}" ]]; then echo "--num-gpus=${ray_gpus}" >> "${run_dir}/ray-head.args"; fi
+    run_step ray-head "${supervisorctl[@]}" start ray-head
+    export RAY_ADDRESS="127.0.0.1:${MEDPLAY_RAY_PORT}"
+fi
+run_step ray-ready wait_until 180 "Ray cluster at ${RAY_ADDRESS}" ray status --address "${RAY_ADDRESS}"
 
 # --- the judge: medplay's judge server when the config asks for one without naming it ----------------------
 case "${judge_backend}" in
     http)
         if [[ -z "${judge_url}" ]]; then
+            echo "--port=${judge_port}" > "${run_dir}/judge.args"
             run_step judge-server "${supervisorctl[@]}" start judge
-            run_step judge-ready wait_until 600 "judge server" http_ok "http://127.0.0.1:${MEDPLAY_JUDGE_PORT}/ready"
-            train_overrides+=("medplay.judge.url=http://127.0.0.1:${MEDPLAY_JUDGE_PORT}")
+            run_step judge-ready wait_until 600 "judge server" http_ok "http://127.0.0.1:${judge_port}/ready"
+            train_overrides+=("medplay.judge.url=http://127.0.0.1:${judge_port}")
         else
             say "judge: the judge server at ${judge_url}"
         fi

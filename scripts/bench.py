@@ -55,7 +55,7 @@ def prepare(work: Path) -> tuple[Path, Path]:
     if not (data / "train.parquet").is_file():
         subprocess.run(medplay("convert", "--output", str(data)), check=True, stdout=subprocess.DEVNULL)
     if not (model / "config.json").is_file():
-        from medical_team.verl_ext.tiny_model import build_tiny_model
+        from medical_team.models.tiny import build_tiny_model
 
         build_tiny_model(model)
     return data, model
@@ -103,7 +103,7 @@ def served_judge_section(work: Path, common: list[str], rules_run: dict[str, Any
     """The judge's cost per step when `medplay train` serves it with vLLM (a tiny random judge model on CPU)."""
     judge_model = work / "tiny-judge"
     if not (judge_model / "config.json").is_file():
-        from medical_team.verl_ext.tiny_model import build_tiny_model
+        from medical_team.models.tiny import build_tiny_model
 
         build_tiny_model(judge_model)
     # A random judge's answers are all ties; kept (format rewards only) so no step is left without samples.

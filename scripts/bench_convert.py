@@ -6,15 +6,14 @@ Run: .venv/bin/python scripts/bench_convert.py [--repeats 5] [--output build/ben
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from bench_result import machine, write_result
 
 from medical_team.data.medec import TEST_CSV, VALIDATION_CSV, bundled_csv
 from medical_team.game.dataset import ConvertOptions, convert_medec
@@ -53,12 +52,9 @@ def main() -> int:
         "in_process_s": {"min": min(in_process), "median": statistics.median(in_process), "max": max(in_process)},
         "command_s": {"min": min(command), "median": statistics.median(command), "max": max(command)},
         "meets_target": statistics.median(command) < TARGET_S,
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+        "machine": machine(),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(result, indent=2))
-    return 0 if result["meets_target"] else 1
+    return write_result(args.output, result)
 
 
 if __name__ == "__main__":

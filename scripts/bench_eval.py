@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import threading
@@ -25,6 +24,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self
+
+from bench_result import machine, write_result
 
 TARGET_SPEEDUP = 3.0
 ENV_KEYS = ("VLLM_CPU_KVCACHE_SPACE", "VLLM_CPU_OMP_THREADS_BIND", "OMP_NUM_THREADS")
@@ -162,13 +163,10 @@ def main(argv: list[str] | None = None) -> int:
         "vllm_speedup_per_generated_token": round(per_token, 2),
         "target_speedup": TARGET_SPEEDUP,
         "meets_target": speedup >= TARGET_SPEEDUP,
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+        "machine": machine(),
         "environment": {key: os.environ[key] for key in ENV_KEYS if key in os.environ},
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    print(json.dumps(result, indent=2))
-    return 0
+    return write_result(args.output, result)
 
 
 if __name__ == "__main__":

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
 
-from medical_team.cli.train import DEFAULT_PROBE_REPORT, PROBE_REPORT_ENV, with_profile
+from medical_team.cli.train import add_probe_report_argument, probe_report_path, with_profile
 from medical_team.errors import UserInputError
 
 
@@ -42,8 +40,7 @@ def run_get(args: argparse.Namespace) -> int:
     overrides = [arg for arg in args.arguments if is_override(arg)]
     if not keys:
         raise UserInputError("name at least one key, e.g. medplay.judge.backend", field="KEY")
-    report = Path(args.probe_report or os.environ.get(PROBE_REPORT_ENV) or DEFAULT_PROBE_REPORT)
-    config = compose_config(with_profile(overrides, report))
+    config = compose_config(with_profile(overrides, probe_report_path(args)))
     missing = object()
     values = [OmegaConf.select(config, key, default=missing) for key in keys]
     for key, value in zip(keys, values, strict=True):
@@ -66,6 +63,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "`=` (or starting with `~`) are overrides. null prints an empty line; a section prints as YAML, or as "
         "one line of JSON when several keys are asked for.",
     )
-    get.add_argument("--probe-report", help=f"probe report to take the profile from (default: {DEFAULT_PROBE_REPORT})")
+    add_probe_report_argument(get)
     get.add_argument("arguments", nargs="+", metavar="KEY|OVERRIDE", help="dotted keys, then Hydra overrides")
     get.set_defaults(run=run_get)

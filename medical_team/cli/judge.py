@@ -16,14 +16,17 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from medical_team.cli.arg_types import int_at_least
 from medical_team.errors import UserInputError
+from medical_team.judge.settings import LOCAL_BACKENDS
 
 if TYPE_CHECKING:
     from medical_team.judge.app import ServerSettings
-    from medical_team.judge.backends import BackendSettings
-    from medical_team.judge.rules import RuleSettings
+    from medical_team.judge.backends import Runtime
+    from medical_team.judge.settings import JudgeSettings
 
-BACKEND_CHOICES = ("rules", "hf", "openai")
+# The server's default backend: the YAML's (vllm) is served by `medplay train`, not behind this server.
+SERVER_DEFAULT_BACKEND = "rules"
 
 
 def _is_loopback(host: str) -> bool:
@@ -51,60 +54,68 @@ def check_args(args: argparse.Namespace) -> None:
         raise UserInputError(f"environment variable {args.api_key_env} is not set", field="--api-key-env")
 
 
-def backend_settings(args: argparse.Namespace, rules: RuleSettings | None = None) -> BackendSettings:
-    """The backend the judge options name (checked first); one fully failed batch counts as a failure."""
-    from medical_team.judge.backends import BackendSettings
-    from medical_team.judge.rules import RuleSettings
+def judge_settings(args: argparse.Namespace) -> tuple[JudgeSettings, Runtime]:
+    """configs/medplay.yaml's `medplay.judge` with the options given (checked first), and how to run it here."""
+    from medical_team.judge.backends import Runtime
+    from medical_team.judge.settings import packaged_judge_settings
 
     check_args(args)
-    return BackendSettings(
-        backend=args.backend,
-        model=args.model,
-        base_url=args.base_url,
+    given = {
+        "backend": args.backend,
+        "model": args.model,
+        "base_url": args.base_url,
+        "batch_size": args.batch_size,
+        "min_length_ratio": getattr(args, "min_length_ratio", None),
+        "max_length_ratio": getattr(args, "max_length_ratio", None),
+        "serve": {"max_tokens": args.max_new_tokens} if args.max_new_tokens is not None else None,
+    }
+    # behind the server a fully failed batch answers 503, so the client retries and counts it
+    settings = packaged_judge_settings(max_consecutive_failures=1, **{k: v for k, v in given.items() if v is not None})
+    try:
+        settings.rules  # noqa: B018 - checks the length ratio band now, not in the background build
+    except ValueError as error:
+        raise UserInputError(str(error), field="--min-length-ratio/--max-length-ratio") from None
+    runtime = Runtime(
         api_key=os.environ.get(args.api_key_env) if args.api_key_env else None,
         device=args.device,
         dtype=args.dtype,
         local_files_only=not args.allow_download,
-        max_new_tokens=args.max_new_tokens,
-        batch_size=args.batch_size,
-        # behind the server a fully failed batch answers 503, so the client retries and counts it
-        max_consecutive_failures=1,
-        rules=rules or RuleSettings(),
     )
+    return settings, runtime
 
 
-def _settings(args: argparse.Namespace) -> tuple[ServerSettings, BackendSettings]:
-    """Server and backend settings from the options; invalid values become `UserInputError`."""
+def _server_settings(args: argparse.Namespace, judge: JudgeSettings) -> ServerSettings:
+    """Where the server listens and what one request may carry; invalid values become `UserInputError`."""
     from medical_team.judge.app import ServerSettings
-    from medical_team.judge.rules import RuleSettings
 
+    limits = {"max_body_bytes": args.max_body_bytes, "max_batch": args.max_batch}
     try:
-        rules = RuleSettings(min_length_ratio=args.min_length_ratio, max_length_ratio=args.max_length_ratio)
-        server = ServerSettings(
-            host=args.host, port=args.port, max_body_bytes=args.max_body_bytes, max_batch=args.max_batch
+        return ServerSettings(
+            host=args.host,
+            port=judge.server_port if args.port is None else args.port,
+            **{k: v for k, v in limits.items() if v is not None},
         )
     except ValueError as error:
         raise UserInputError(str(error)) from None
-    return server, backend_settings(args, rules)
 
 
 def run_serve(args: argparse.Namespace) -> int:
     """Build the backend (in the background), then serve until SIGINT/SIGTERM."""
-    check_args(args)
     from medical_team.game.rewards import RewardConfig
     from medical_team.judge.app import create_app
     from medical_team.judge.backends import build_judge
     from medical_team.judge.scorer import JudgeScorer
     from medical_team.judge.serving import serve_forever
 
-    server, backend = _settings(args)
+    judge, runtime = judge_settings(args)
+    server = _server_settings(args, judge)
     try:
         rewards = RewardConfig(scheme=args.reward_scheme, localisation_bonus=args.localisation_bonus)
     except ValueError as error:
         raise UserInputError(str(error), field="--reward-scheme/--localisation-bonus") from None
     if not _is_loopback(server.host):
         print(f"medplay judge: warning: listening on {server.host}, reachable from other machines", file=sys.stderr)
-    scorer = JudgeScorer(lambda: build_judge(backend), rewards=rewards)
+    scorer = JudgeScorer(lambda: build_judge(judge, runtime), rewards=rewards)
     try:
         serve_forever(create_app(server, scorer), server.host, server.port)
     except RuntimeError as error:
@@ -112,26 +123,45 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of an in-process judge backend; unset ones take configs/medplay.yaml's `medplay.judge` values."""
+    parser.add_argument("--model", help="hf: local path or cached hub id (default: medplay.judge.model); openai: model")
+    parser.add_argument("--base-url", help="openai: endpoint base URL including /v1")
+    parser.add_argument("--api-key-env", help="openai: name of the environment variable that holds the API key")
+    parser.add_argument("--device", default="cpu", help="hf: torch device (default: cpu)")
+    parser.add_argument("--dtype", default="auto", help="hf: torch dtype, e.g. bfloat16 (default: auto)")
+    parser.add_argument("--allow-download", action="store_true", help="hf: allow downloading the model from the hub")
+    parser.add_argument(
+        "--max-new-tokens",
+        type=int_at_least(1),
+        help="tokens the judge model may write (default: judge.serve.max_tokens)",
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=int_at_least(1),
+        help="requests per model call (openai: parallel; default: judge.batch_size)",
+    )
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register `medplay judge serve`."""
     judge = subparsers.add_parser("judge", help="the judge that settles adversarial games")
     actions = judge.add_subparsers(dest="judge_command", required=True, metavar="ACTION")
     serve = actions.add_parser("serve", help="run the judge HTTP server (loopback by default)")
-    serve.add_argument("--backend", choices=BACKEND_CHOICES, default="rules", help="judge backend (default: rules)")
+    serve.add_argument(
+        "--backend", choices=LOCAL_BACKENDS, default=SERVER_DEFAULT_BACKEND, help="judge backend (default: rules)"
+    )
     serve.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1, loopback only)")
-    serve.add_argument("--port", type=int, default=8100, help="port (default: 8100)")
-    serve.add_argument("--model", help="hf: local path or cached hub id (default google/medgemma-4b-it); openai: model")
-    serve.add_argument("--base-url", help="openai: endpoint base URL including /v1")
-    serve.add_argument("--api-key-env", help="openai: name of the environment variable that holds the API key")
-    serve.add_argument("--device", default="cpu", help="hf: torch device (default: cpu)")
-    serve.add_argument("--dtype", default="auto", help="hf: torch dtype, e.g. bfloat16 (default: auto)")
-    serve.add_argument("--allow-download", action="store_true", help="hf: allow downloading the model from the hub")
-    serve.add_argument("--max-new-tokens", type=int, default=128, help="tokens the judge model may write")
-    serve.add_argument("--batch-size", type=int, default=16, help="games per model call (openai: parallel requests)")
-    serve.add_argument("--max-body-bytes", type=int, default=8 * 1024 * 1024, help="largest request body (413 above)")
-    serve.add_argument("--max-batch", type=int, default=256, help="most games or queries per request (413 above)")
-    serve.add_argument("--min-length-ratio", type=float, default=0.5, help="rewrite/seed length below this: unfaithful")
-    serve.add_argument("--max-length-ratio", type=float, default=2.0, help="rewrite/seed length above this: unfaithful")
+    serve.add_argument("--port", type=int, help="port (default: medplay.judge.server_port of configs/medplay.yaml)")
+    add_backend_arguments(serve)
+    serve.add_argument("--max-body-bytes", type=int, help="largest request body (413 above; default 8 MiB)")
+    serve.add_argument("--max-batch", type=int, help="most games or queries per request (413 above; default 256)")
+    serve.add_argument(
+        "--min-length-ratio", type=float, help="rewrite/seed length below this: unfaithful (default: YAML)"
+    )
+    serve.add_argument(
+        "--max-length-ratio", type=float, help="rewrite/seed length above this: unfaithful (default: YAML)"
+    )
     serve.add_argument("--reward-scheme", default="general_sum", help="POST /judge rewards: general_sum or zero_sum")
     serve.add_argument(
         "--localisation-bonus", type=float, default=0.0, help="POST /judge: bonus for the right sentence"

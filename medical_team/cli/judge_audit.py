@@ -11,30 +11,31 @@ import argparse
 from pathlib import Path
 
 from medical_team.cli.arg_types import int_at_least
+from medical_team.cli.judge import add_backend_arguments, judge_settings
 from medical_team.errors import UserInputError
-
-BACKEND_CHOICES = ("rules", "hf", "openai")
+from medical_team.judge.settings import LOCAL_BACKENDS
 
 
 def _judge(args: argparse.Namespace):
-    """The judge the options name, and its description for the report."""
+    """The judge the options name, its description for the report, and its batch size."""
     from medical_team.judge.backends import build_judge
 
+    if args.url and not args.url.startswith(("http://", "https://")):
+        raise UserInputError(f"{args.url!r} is not an http(s) URL", field="--url")
+    settings, runtime = judge_settings(args)
     if args.url:
-        from medical_team.judge.client import HttpJudge
-
-        if not args.url.startswith(("http://", "https://")):
-            raise UserInputError(f"{args.url!r} is not an http(s) URL", field="--url")
-        return HttpJudge(args.url, batch_size=args.batch_size, max_consecutive_failures=1), f"http {args.url}"
-    from medical_team.cli.judge import backend_settings
-
-    settings = backend_settings(args)
+        settings = settings.with_changes(backend="http", url=args.url)
     try:
-        judge = build_judge(settings)
+        judge = build_judge(settings, runtime)
     except (OSError, ValueError) as error:
         raise UserInputError(f"cannot build the judge: {str(error).splitlines()[0]}", field="--model") from None
-    names = {"rules": "rules", "hf": f"hf {args.model}", "openai": f"openai {args.base_url} (model {args.model})"}
-    return judge, names[args.backend]
+    names = {
+        "http": f"http {settings.url}",
+        "rules": "rules",
+        "hf": f"hf {settings.model}",
+        "openai": f"openai {settings.base_url} (model {settings.model})",
+    }
+    return judge, names[settings.backend], settings.batch_size
 
 
 def run_audit_command(args: argparse.Namespace) -> int:
@@ -47,10 +48,10 @@ def run_audit_command(args: argparse.Namespace) -> int:
     for path in args.input or ():
         if not Path(path).is_file():
             raise UserInputError(f"MEDEC CSV {path} does not exist", field="--input")
-    judge, name = _judge(args)
+    judge, name, batch_size = _judge(args)
     items = build_gold(medec_seeds(args.split, args.input or (), args.seed), args.pairs)
     try:
-        run = run_audit(judge, items, args.batch_size)
+        run = run_audit(judge, items, batch_size)
     except JudgeUnavailableError as error:
         raise UserInputError(str(error), field="--url/--base-url") from None
     source = {"source": ", ".join(map(str, args.input)) if args.input else "bundled MEDEC-MS validation file"}
@@ -76,17 +77,10 @@ def add_audit_parser(actions: argparse._SubParsersAction) -> None:
         description="Score a judge on requests whose truth MEDEC alone settles (docs/judge.md, 'Judge audit').",
     )
     where = audit.add_mutually_exclusive_group()
-    where.add_argument("--backend", choices=BACKEND_CHOICES, default="rules", help="judge backend (default: rules)")
+    where.add_argument("--backend", choices=LOCAL_BACKENDS, default="rules", help="judge backend (default: rules)")
     where.add_argument("--url", help="audit a running judge server instead (e.g. http://127.0.0.1:8100)")
     audit.add_argument("--output", required=True, metavar="DIR", help="directory for audit.json, audit.md")
-    audit.add_argument("--model", help="hf: local path or cached hub id; openai: served model name")
-    audit.add_argument("--base-url", help="openai: endpoint base URL including /v1")
-    audit.add_argument("--api-key-env", help="openai: name of the environment variable that holds the API key")
-    audit.add_argument("--device", default="cpu", help="hf: torch device (default: cpu)")
-    audit.add_argument("--dtype", default="auto", help="hf: torch dtype (default: auto)")
-    audit.add_argument("--allow-download", action="store_true", help="hf: allow downloading the model from the hub")
-    audit.add_argument("--max-new-tokens", type=int_at_least(1), default=128, help="tokens the judge model may write")
-    audit.add_argument("--batch-size", type=int_at_least(1), default=16, help="requests per judge call")
+    add_backend_arguments(audit)
     audit.add_argument("--input", nargs="+", metavar="CSV", help="MEDEC CSVs (default: the bundled validation file)")
     audit.add_argument("--split", choices=("train", "val", "all"), default="val", help="seeds of this split (val)")
     audit.add_argument("--seed", type=int, default=0, help="the category draw and split seed of `medplay convert` (0)")

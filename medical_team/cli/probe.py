@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
 
     from medical_team.probe import assess, collect_facts
 
-    checkpoints = Path(args.checkpoints or os.environ.get("MEDPLAY_CHECKPOINTS", "/checkpoints"))
+    checkpoints = Path(args.checkpoints or os.environ.get("MEDPLAY_CHECKPOINTS") or ".")
     report = assess(collect_facts(checkpoints), args.profile, args.checkpoint_gib)
     console = Console()
     if not console.is_terminal:
@@ -102,7 +102,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--profile", choices=sorted(PROFILES), help="use this profile instead of the one the VRAM fits")
     parser.add_argument(
         "--checkpoints",
-        help="checkpoints folder whose free disk is checked (default: $MEDPLAY_CHECKPOINTS or /checkpoints)",
+        help="checkpoints folder whose free disk is checked (default: $MEDPLAY_CHECKPOINTS, the image's volume; else .)",
     )
     parser.add_argument(
         "--checkpoint-gib", type=float, help="disk one checkpoint needs (default: the profile's estimate)"

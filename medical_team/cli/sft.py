@@ -10,7 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
-from medical_team.cli.train import PROBE_REPORT_ENV, add_profile_arguments, probe_report_path, with_profile
+from medical_team.cli.train import PROFILE_CHOICE, add_profile_arguments, probe_report_path, with_profile
 
 # Shown per step after training; the metrics file holds every metric verl logs.
 SUMMARY_METRICS = ("train/loss", "val/loss", "train/grad_norm", "train/lr")
@@ -51,7 +51,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         description="Fine-tune on sft_train.parquet (written by `medplay convert`) with verl's SFT trainer and "
         "write a Hugging Face folder to <medplay.output_dir>/sft/model. Arguments are Hydra overrides of "
         "configs/medplay.yaml + configs/sft/, e.g. `profile=cpu-smoke sft.trainer.total_training_steps=20`. "
-        f"Without `profile=`, the probe's choice (probe.json, or ${PROBE_REPORT_ENV}) is used, else cpu-smoke.",
+        + PROFILE_CHOICE,
     )
     add_profile_arguments(parser)
     parser.set_defaults(run=run)

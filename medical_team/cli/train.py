@@ -14,6 +14,11 @@ DEFAULT_PROFILE = "cpu-smoke"
 # The probe's report; its `profile` field names the hardware profile it chose.
 PROBE_REPORT_ENV = "MEDPLAY_PROBE_REPORT"
 DEFAULT_PROBE_REPORT = "probe.json"
+# How the commands that compose the training config pick the profile (the end of their --help).
+PROFILE_CHOICE = (
+    f"Without `profile=`, the probe's choice ({DEFAULT_PROBE_REPORT}, or ${PROBE_REPORT_ENV}) is used, "
+    f"else {DEFAULT_PROFILE}."
+)
 # Shown per step after training; the metrics file holds every metric.
 SUMMARY_METRICS = (
     "timing_s/step",
@@ -53,11 +58,16 @@ def probe_report_path(args: argparse.Namespace) -> Path:
     return Path(args.probe_report or os.environ.get(PROBE_REPORT_ENV) or DEFAULT_PROBE_REPORT)
 
 
-def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--probe-report` and the Hydra overrides, shared by the commands that compose the training config."""
+def add_probe_report_argument(parser: argparse.ArgumentParser) -> None:
+    """`--probe-report`, read by `probe_report_path`."""
     parser.add_argument(
         "--probe-report", help=f"probe report to take the profile from (default: {DEFAULT_PROBE_REPORT})"
     )
+
+
+def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--probe-report` and the Hydra overrides, shared by the commands that compose the training config."""
+    add_probe_report_argument(parser)
     parser.add_argument("overrides", nargs="*", help="Hydra overrides (key=value)")
 
 
@@ -114,8 +124,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "train",
         help="self-play training with verl (profile=cpu-smoke|24g|48g|80g|96g|141g, Hydra overrides)",
         description="Train with verl. Arguments are Hydra overrides of configs/medplay.yaml, e.g. "
-        "`profile=24g trainer.total_training_steps=100`. Without `profile=`, the probe's choice "
-        f"(probe.json, or ${PROBE_REPORT_ENV}) is used, else {DEFAULT_PROFILE}.",
+        f"`profile=24g trainer.total_training_steps=100`. {PROFILE_CHOICE}",
     )
     parser.add_argument(
         "--verbose", action="store_true", help="stream the run's full log (verl, Ray, vLLM) to the terminal as well"

@@ -1,6 +1,6 @@
 """The judge HTTP server: `create_app(settings, scorer)` builds thin FastAPI routes around a `JudgeScorer`.
 
-Run it with `medplay judge serve --backend rules --port 8100` (loopback by default).
+Run it with `medplay judge serve --backend rules` (loopback, port medplay.judge.server_port by default).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class ServerSettings:
     """Where the server listens and how much one request may carry."""
 
     host: str = "127.0.0.1"  # loopback unless the operator asks otherwise
-    port: int = 8100
+    port: int = 0  # 0: a free port (tests); `medplay judge serve` passes medplay.judge.server_port
     max_body_bytes: int = 8 * 1024 * 1024
     max_batch: int = 256  # games per /v1/judge request, queries per /judge request
 

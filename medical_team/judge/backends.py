@@ -1,63 +1,70 @@
-"""Build a judge backend by name: `rules`, `hf` (local Hugging Face model) or `openai` (compatible endpoint)."""
+"""Build the judge that `JudgeSettings` name: `rules`, `hf` (local model), `openai`/`vllm` (OpenAI-compatible), `http`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from medical_team.game.judging import Judge
 from medical_team.judge.model_judge import ModelJudge
 from medical_team.judge.retry import RetryPolicy
-from medical_team.judge.rules import RuleSettings, RulesJudge
-
-BACKENDS = ("rules", "hf", "openai")
+from medical_team.judge.rules import RulesJudge
+from medical_team.judge.settings import JUDGE_BACKENDS, JudgeSettings
 
 
 @dataclass(frozen=True)
-class BackendSettings:
-    """Everything needed to build one judge backend."""
+class Runtime:
+    """How the process that builds the judge reaches it: options of a command, not of the training config."""
 
-    backend: str = "rules"
-    model: str | None = None  # hf: path or id (default google/medgemma-4b-it); openai: served model name
-    base_url: str | None = None  # openai: e.g. http://127.0.0.1:8001/v1
-    api_key: str | None = None
-    device: str = "cpu"
-    dtype: str = "auto"
+    api_key: str | None = None  # openai: the endpoint's key (from an environment variable, never a file)
+    device: str = "cpu"  # hf: torch device
+    dtype: str = "auto"  # hf: torch dtype
     local_files_only: bool = True  # hf: never download at run time unless asked
-    max_new_tokens: int = 128
-    batch_size: int = 16
-    timeout_s: float = 120.0
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    max_consecutive_failures: int | None = 5
-    rules: RuleSettings = field(default_factory=RuleSettings)
+    retry: RetryPolicy | None = None  # None: the settings' `attempts` with the default backoff
 
 
-def build_judge(settings: BackendSettings) -> RulesJudge | ModelJudge:
+def build_judge(settings: JudgeSettings, runtime: Runtime = Runtime()) -> Judge:
     """The judge `settings` describe; raises ValueError naming the option for an incomplete description."""
+    retry = runtime.retry or settings.retry
     if settings.backend == "rules":
         return RulesJudge(settings.rules)
-    if settings.backend == "hf":
-        from medical_team.judge.hf_backend import DEFAULT_JUDGE_MODEL, HFChatCompleter
+    if settings.backend == "http":
+        from medical_team.judge.client import HttpJudge
 
+        if not settings.url:
+            raise ValueError("backend 'http' needs url (the judge server, e.g. http://127.0.0.1:8100)")
+        return HttpJudge(
+            settings.url,
+            timeout_s=settings.timeout_s,
+            batch_size=settings.batch_size,
+            retry=retry,
+            max_consecutive_failures=settings.max_consecutive_failures,
+        )
+    if settings.backend == "hf":
+        from medical_team.judge.hf_backend import HFChatCompleter
+
+        if not settings.model:
+            raise ValueError("backend 'hf' needs model (a local folder or a cached hub id)")
         completer = HFChatCompleter(
-            settings.model or DEFAULT_JUDGE_MODEL,
-            device=settings.device,
-            dtype=settings.dtype,
-            max_new_tokens=settings.max_new_tokens,
-            local_files_only=settings.local_files_only,
+            settings.model,
+            device=runtime.device,
+            dtype=runtime.dtype,
+            max_new_tokens=settings.serve.max_tokens,
+            local_files_only=runtime.local_files_only,
         )
         return ModelJudge(completer, rules=settings.rules, batch_size=settings.batch_size)
-    if settings.backend == "openai":
+    if settings.backend in ("openai", "vllm"):
         from medical_team.judge.openai_backend import OpenAIChatCompleter
 
         if not settings.base_url or not settings.model:
-            raise ValueError("backend 'openai' needs base_url (e.g. http://127.0.0.1:8001/v1) and model")
+            raise ValueError(f"backend {settings.backend!r} needs base_url (e.g. http://127.0.0.1:8001/v1) and model")
         completer = OpenAIChatCompleter(
             settings.base_url,
             settings.model,
-            api_key=settings.api_key,
+            api_key=runtime.api_key,
             timeout_s=settings.timeout_s,
-            max_tokens=settings.max_new_tokens,
+            max_tokens=settings.serve.max_tokens,
             concurrency=settings.batch_size,
-            retry=settings.retry,
+            retry=retry,
         )
         return ModelJudge(
             completer,
@@ -65,4 +72,4 @@ def build_judge(settings: BackendSettings) -> RulesJudge | ModelJudge:
             batch_size=settings.batch_size,
             max_consecutive_failures=settings.max_consecutive_failures,
         )
-    raise ValueError(f"unknown judge backend {settings.backend!r}; choose one of {', '.join(BACKENDS)}")
+    raise ValueError(f"unknown judge backend {settings.backend!r}; choose one of {', '.join(JUDGE_BACKENDS)}")

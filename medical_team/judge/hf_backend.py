@@ -9,15 +9,13 @@ from typing import Any
 from medical_team.judge.model_judge import Completion, CompletionFailure
 from medical_team.judge.prompt import Message
 
-DEFAULT_JUDGE_MODEL = "google/medgemma-4b-it"
-
 
 class HFChatCompleter:
     """Loads `model` (a local path or a hub id already in the cache) and answers conversations greedily."""
 
     def __init__(
         self,
-        model: str = DEFAULT_JUDGE_MODEL,
+        model: str,
         *,
         device: str = "cpu",
         dtype: str = "auto",

@@ -10,7 +10,8 @@ from typing import Protocol
 from medical_team.game.judging import JudgeRequest, JudgeVerdict
 from medical_team.judge.outage import ConsecutiveFailures
 from medical_team.judge.prompt import Message, judge_messages, parse_judge_output
-from medical_team.judge.rules import RuleFinding, RuleSettings, apply_unfaithful, check_rules
+from medical_team.judge.rules import RuleFinding, apply_unfaithful, check_rules
+from medical_team.judge.settings import RuleSettings, packaged_judge_settings
 from medical_team.judge.stats import JudgeCounters
 
 
@@ -48,7 +49,7 @@ class ModelJudge:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.completer = completer
-        self.rules = rules or RuleSettings()
+        self.rules = rules or packaged_judge_settings().rules  # None: configs/medplay.yaml's bounds
         self.batch_size = batch_size
         self.stats = JudgeCounters()
         self.failures = ConsecutiveFailures(completer.name, max_consecutive_failures)

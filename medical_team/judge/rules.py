@@ -7,24 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from medical_team.game.judging import JudgeRequest, JudgeVerdict
+from medical_team.judge.settings import RuleSettings, packaged_judge_settings
 from medical_team.judge.stats import JudgeCounters
 from medical_team.vocab import Label
-
-
-@dataclass(frozen=True)
-class RuleSettings:
-    """Bounds of the rule checks."""
-
-    # A rewrite shorter than min or longer than max times the seed (in characters) is not faithful.
-    min_length_ratio: float = 0.5
-    max_length_ratio: float = 2.0
-
-    def __post_init__(self) -> None:
-        if not 0 < self.min_length_ratio <= 1 <= self.max_length_ratio:
-            raise ValueError(
-                f"length ratio band must satisfy 0 < min <= 1 <= max, got "
-                f"[{self.min_length_ratio}, {self.max_length_ratio}]"
-            )
 
 
 @dataclass(frozen=True)
@@ -81,7 +66,7 @@ class RulesJudge:
     """
 
     def __init__(self, settings: RuleSettings | None = None) -> None:
-        self.settings = settings or RuleSettings()
+        self.settings = settings or packaged_judge_settings().rules  # None: configs/medplay.yaml's bounds
         self.stats = JudgeCounters()
 
     def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:

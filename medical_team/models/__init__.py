@@ -1,1 +1,1 @@
-"""Real models prepared offline from PyPI packages: the registry, the packaged-file lookup, the GGUF converter."""
+"""Models built offline: real ones from PyPI packages (registry, packaged-file lookup, GGUF converter), the tiny one."""

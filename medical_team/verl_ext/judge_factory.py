@@ -6,43 +6,18 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
 from medical_team.game.judging import Judge
-from medical_team.judge.backends import BackendSettings, build_judge
-from medical_team.judge.client import HttpJudge
+from medical_team.judge.backends import build_judge
 from medical_team.judge.gold import build_gold, medec_seeds
 from medical_team.judge.gold_probe import GoldProbes
-from medical_team.judge.retry import RetryPolicy
-from medical_team.judge.rules import RuleSettings
-from medical_team.verl_ext.settings import JudgeSettings
+from medical_team.judge.settings import JudgeSettings
 
 
 @lru_cache(maxsize=4)
 def selfplay_judge(settings: JudgeSettings) -> Judge:
     """The judge `settings` name: in-process `rules`/`hf`/`openai`, the served `vllm` judge, or `http`."""
-    retry = RetryPolicy(attempts=settings.attempts)
-    if settings.backend == "http":
-        return HttpJudge(
-            settings.url or "",
-            timeout_s=settings.timeout_s,
-            batch_size=settings.batch_size,
-            retry=retry,
-            max_consecutive_failures=settings.max_consecutive_failures,
-        )
     if settings.backend == "vllm" and not settings.base_url:
         raise RuntimeError("medplay.judge.base_url is unset: the vllm judge is reached through `medplay train`")
-    return build_judge(
-        BackendSettings(
-            # The served judge is an OpenAI-compatible vLLM server that `medplay train` started.
-            backend="openai" if settings.backend == "vllm" else settings.backend,
-            model=settings.model,
-            base_url=settings.base_url,
-            max_new_tokens=settings.serve.max_tokens,
-            timeout_s=settings.timeout_s,
-            batch_size=settings.batch_size,
-            retry=retry,
-            max_consecutive_failures=settings.max_consecutive_failures,
-            rules=RuleSettings(settings.min_length_ratio, settings.max_length_ratio),
-        )
-    )
+    return build_judge(settings)
 
 
 @lru_cache(maxsize=4)

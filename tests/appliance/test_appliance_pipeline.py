@@ -87,11 +87,11 @@ def package_with_yaml_judge_backend(root: Path, backend: str) -> Path:
 
 def test_train_two_steps_under_supervisord_judged_by_the_judge_program(appliance, tmp_path):
     (judge_port,) = free_ports(1)
-    appliance.env.update(MEDPLAY_JUDGE_PORT=str(judge_port), MEDPLAY_JUDGE_SERVE_ARGS="--backend rules")
+    appliance.env.update(MEDPLAY_JUDGE_SERVE_ARGS="--backend rules")
     # The judge backend changes in the YAML only: the pipeline reads the composed config, not the overrides.
     appliance.env["PYTHONPATH"] = str(package_with_yaml_judge_backend(tmp_path / "package", "http"))
 
-    result = appliance.run("train", *TRAIN_2_STEPS)
+    result = appliance.run("train", *TRAIN_2_STEPS, f"medplay.judge.server_port={judge_port}")
 
     assert result.returncode == 0, result.stdout[-8000:]
     for step in ("probe", "ray-head", "ray-ready", "convert", "train"):

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from cpu_smoke import convert, metrics_by_step, train_command
 
-from medical_team.verl_ext.tiny_model import build_tiny_model
+from medical_team.models.tiny import build_tiny_model
 
 pytestmark = pytest.mark.e2e
 

@@ -17,6 +17,6 @@ def test_notes() -> tuple[MedecNote, ...]:
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
     """A random tiny Qwen3 model folder built by the product's builder (no download)."""
-    from medical_team.verl_ext.tiny_model import build_tiny_model
+    from medical_team.models.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny-qwen3")

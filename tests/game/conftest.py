@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from medical_team.verl_ext.tiny_model import TinyModelSpec, build_tiny_model
+from medical_team.models.tiny import TinyModelSpec, build_tiny_model
 
 
 @pytest.fixture(scope="session")

@@ -17,8 +17,9 @@ from medical_team.game.manager import GameBatch, MedicalDialogueGameManager
 from medical_team.game.prompts import Message, assessor_messages, attacker_messages
 from medical_team.game.rewards import RewardConfig
 from medical_team.game.settle import GameConfig
-from medical_team.judge.backends import BackendSettings, build_judge
+from medical_team.judge.backends import Runtime, build_judge
 from medical_team.judge.rules import RulesJudge
+from medical_team.judge.settings import packaged_judge_settings
 from medical_team.vocab import Category, Role
 
 
@@ -98,7 +99,8 @@ def test_tiny_model_plays_sixteen_games_with_the_rules_judge(tiny_model_dir: Pat
 def test_tiny_model_judge_cannot_parse_so_games_tie_and_are_removed(
     tiny_model_dir: Path, seeds: list[GameSeed]
 ) -> None:
-    judge = build_judge(BackendSettings(backend="hf", model=str(tiny_model_dir), max_new_tokens=16, dtype="float32"))
+    settings = packaged_judge_settings(backend="hf", model=str(tiny_model_dir), serve={"max_tokens": 16})
+    judge = build_judge(settings, Runtime(dtype="float32"))
     generator = HFGenerator.from_pretrained(str(tiny_model_dir), SamplingSettings(max_new_tokens=16))
     batch = MedicalDialogueGameManager(generator, judge).play(seeds)
     check_batch(batch, seeds)

@@ -12,11 +12,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from medical_team.judge.settings import packaged_judge_settings
 from medical_team.verl_ext.served_judge import JudgeServer, free_port, vllm_command
-from medical_team.verl_ext.settings import ServeSettings
 from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
 
-CPU_SERVE = ServeSettings(kv_cache_memory_bytes=128 * 1024 * 1024, max_model_len=4096, max_num_seqs=16)
+CPU_SERVE = packaged_judge_settings(
+    serve={"kv_cache_memory_bytes": 128 * 1024 * 1024, "max_model_len": 4096, "max_num_seqs": 16}
+).serve
 # What cpu-smoke's environment gives the served judge in a training run (one thread, no core binding).
 CPU_ENV = {"VLLM_CPU_OMP_THREADS_BIND": "nobind", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
 

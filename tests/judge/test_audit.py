@@ -104,7 +104,7 @@ def test_audit_through_a_judge_server_matches_the_in_process_judge(tmp_path, gol
 
 @pytest.mark.e2e
 def test_audit_of_a_tiny_model_served_by_vllm(tmp_path, gold):
-    from medical_team.verl_ext.tiny_model import build_tiny_model
+    from medical_team.models.tiny import build_tiny_model
 
     model = build_tiny_model(tmp_path / "tiny")
     with vllm_openai_server(model, tmp_path / "vllm.log") as served:

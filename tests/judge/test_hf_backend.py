@@ -10,12 +10,13 @@ from judge_helpers import HTTP, make_request, reworded, wire
 
 from medical_team.data.records import GameSeed
 from medical_team.judge.app import ServerSettings, create_app
-from medical_team.judge.backends import BackendSettings, build_judge
+from medical_team.judge.backends import build_judge
 from medical_team.judge.hf_backend import HFChatCompleter
 from medical_team.judge.model_judge import ModelJudge
 from medical_team.judge.prompt import judge_messages
 from medical_team.judge.scorer import JudgeScorer
-from medical_team.verl_ext.tiny_model import TinyModelSpec, build_tiny_model
+from medical_team.judge.settings import packaged_judge_settings
+from medical_team.models.tiny import TinyModelSpec, build_tiny_model
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +35,8 @@ def wait_until_ready(url: str, timeout_s: float = READY_TIMEOUT_S) -> None:
 def hf_judge(tmp_path_factory: pytest.TempPathFactory) -> ModelJudge:
     """The hf backend as `build_judge` makes it, on a tiny random model saved for this module."""
     folder = build_tiny_model(tmp_path_factory.mktemp("tiny-judge"), TinyModelSpec(architecture="qwen2"))
-    judge = build_judge(BackendSettings(backend="hf", model=str(folder), max_new_tokens=6, batch_size=2))
+    settings = packaged_judge_settings(backend="hf", model=str(folder), batch_size=2, serve={"max_tokens": 6})
+    judge = build_judge(settings)
     assert isinstance(judge, ModelJudge) and isinstance(judge.completer, HFChatCompleter)
     return judge
 

@@ -8,20 +8,22 @@ from loopback_apps import Calls, chat_completions_app, failing_app
 
 from medical_team.data.records import GameSeed
 from medical_team.judge.app import ServerSettings, create_app
-from medical_team.judge.backends import BackendSettings, build_judge
+from medical_team.judge.backends import Runtime, build_judge
 from medical_team.judge.model_judge import ModelJudge
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.judge.retry import RetryPolicy
 from medical_team.judge.scorer import JudgeScorer
+from medical_team.judge.settings import packaged_judge_settings
 from medical_team.vocab import Label
 
 FAST_RETRY = RetryPolicy(attempts=3, initial_backoff_s=0.01, max_backoff_s=0.02)
+FAST = Runtime(retry=FAST_RETRY)
 
 
 def openai_judge(url: str, **options: object) -> ModelJudge:
     """The openai backend as `build_judge` makes it, with quick retries."""
-    settings = BackendSettings(backend="openai", base_url=f"{url}/v1", model="judge-model", retry=FAST_RETRY, **options)
-    judge = build_judge(settings)
+    settings = packaged_judge_settings(backend="openai", base_url=f"{url}/v1", model="judge-model", **options)
+    judge = build_judge(settings, FAST)
     assert isinstance(judge, ModelJudge)
     return judge
 
@@ -91,17 +93,17 @@ def test_endpoint_down_gives_ties_then_stops_the_run(serve, harmful: GameSeed) -
 
 def test_openai_backend_needs_url_and_model() -> None:
     with pytest.raises(ValueError, match="needs base_url"):
-        build_judge(BackendSettings(backend="openai"))
+        build_judge(packaged_judge_settings(backend="openai", base_url=None))
     with pytest.raises(ValueError, match="unknown judge backend 'gpt'"):
-        build_judge(BackendSettings(backend="gpt"))
+        build_judge(packaged_judge_settings(backend="gpt"))
 
 
 def test_server_answers_503_when_its_upstream_is_down(serve, harmful: GameSeed) -> None:
     upstream = serve(failing_app(Calls())).url
-    settings = BackendSettings(
-        backend="openai", base_url=f"{upstream}/v1", model="m", retry=FAST_RETRY, max_consecutive_failures=1
+    settings = packaged_judge_settings(
+        backend="openai", base_url=f"{upstream}/v1", model="m", max_consecutive_failures=1
     )
-    url = serve(create_app(ServerSettings(), JudgeScorer(lambda: build_judge(settings)))).url
+    url = serve(create_app(ServerSettings(), JudgeScorer(lambda: build_judge(settings, FAST)))).url
     for _ in range(100):
         if HTTP.get(f"{url}/ready").status_code == 200:
             break

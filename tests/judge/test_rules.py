@@ -6,10 +6,11 @@ import pytest
 from judge_helpers import make_request, reworded
 
 from medical_team.data.records import GameSeed
-from medical_team.judge.rules import RuleSettings, RulesJudge, check_rules
+from medical_team.judge.rules import RulesJudge, check_rules
+from medical_team.judge.settings import RuleSettings, packaged_judge_settings
 from medical_team.vocab import Label
 
-RULES = RuleSettings()
+RULES = packaged_judge_settings().rules
 
 
 def test_empty_rewrite_is_unfaithful_and_error_free(harmful: GameSeed) -> None:
@@ -54,8 +55,8 @@ def test_reworded_note_is_undecided(harmful: GameSeed) -> None:
 
 def test_band_is_configurable(harmful: GameSeed) -> None:
     rewrite = harmful.text + " " + harmful.text[: len(harmful.text) // 2]  # ratio about 1.5
-    assert check_rules(make_request(harmful, rewrite), RuleSettings(max_length_ratio=1.2)).unfaithful_reason
-    assert not check_rules(make_request(harmful, rewrite), RuleSettings(max_length_ratio=1.6)).unfaithful_reason
+    assert check_rules(make_request(harmful, rewrite), RuleSettings(0.5, 1.2)).unfaithful_reason
+    assert not check_rules(make_request(harmful, rewrite), RuleSettings(0.5, 1.6)).unfaithful_reason
 
 
 def test_band_must_contain_one() -> None:

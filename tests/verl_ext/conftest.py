@@ -11,11 +11,14 @@ from typing import Any
 import pytest
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from medical_team.judge.settings import packaged_judge_section
+
 MEDPLAY_SECTION: dict[str, Any] = {
     "training_mode": "joint",
     "adversarial_games": True,
     "rewards": {"scheme": "general_sum", "localisation_bonus": 0.0, "remove_ties": True},
-    "judge": {"backend": "rules"},
+    # configs/medplay.yaml's judge, with the model-free backend.
+    "judge": {**packaged_judge_section(), "backend": "rules"},
 }
 
 
@@ -28,7 +31,7 @@ def medplay_section() -> dict[str, Any]:
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny random Qwen3 with a locally trained tokenizer (built offline)."""
-    from medical_team.verl_ext.tiny_model import build_tiny_model
+    from medical_team.models.tiny import build_tiny_model
 
     return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
 

@@ -38,6 +38,8 @@ BAD_CONFIGS = [
     ("medplay.rewards.remove_ties=sometimes", "medplay.rewards.remove_ties: 'sometimes' must be true or false"),
     ("medplay.rewards.localisation_bonus=high", "medplay.rewards.localisation_bonus: 'high' must be a number"),
     ("medplay.judge.serve.port=99999", "medplay.judge.serve.port: 99999 must be 0 (a free port) or a port number"),
+    ("medplay.judge.server_port=0", "medplay.judge.server_port: 0 must be a port number (1-65535)"),
+    ("~medplay.judge.batch_size", "medplay.judge.batch_size: missing"),
     ("medplay.judge.gold_probe_fraction=2", "medplay.judge.gold_probe_fraction: 2 must be a number in [0, 1]"),
     ("medplay.judge.min_length_ratio=abc", "medplay.judge.min_length_ratio/max_length_ratio"),
     ("+medplay.monitors.patiance=2", "medplay.monitors.patiance: unknown key; did you mean medplay.monitors.patience?"),

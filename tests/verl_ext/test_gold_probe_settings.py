@@ -10,7 +10,7 @@ from medical_team.verl_ext.settings import selfplay_settings
 
 def test_gold_keys_are_validated(medplay_section):
     def with_judge(**judge: object) -> dict:
-        return {**medplay_section, "judge": judge}
+        return {**medplay_section, "judge": {**medplay_section["judge"], **judge}}
 
     settings = selfplay_settings(with_judge(backend="hf", model="m", gold_probe_fraction=0.5))
     assert settings.judge.probed and settings.judge.gold_min_count == 40

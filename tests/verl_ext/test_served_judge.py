@@ -27,9 +27,10 @@ from medical_team.data.seeds import harmful_seed
 from medical_team.errors import UserInputError
 from medical_team.game import GameConfig, call_judge, judge_request
 from medical_team.judge.serving import BackgroundServer
+from medical_team.judge.settings import packaged_judge_settings
 from medical_team.verl_ext.judge_factory import judge_executor, selfplay_judge
 from medical_team.verl_ext.served_judge import JudgeServer, JudgeServerError, resolve_judge_model, vllm_command
-from medical_team.verl_ext.settings import JudgeSettings, ServeSettings, selfplay_settings
+from medical_team.verl_ext.settings import selfplay_settings
 from medical_team.vocab import Category
 
 GAMES = 16
@@ -37,7 +38,8 @@ ANSWER_DELAY_S = 0.5
 
 
 def test_serve_settings_are_validated_with_unknown_keys_named(medplay_section) -> None:
-    medplay_section["judge"] = {"backend": "vllm", "model": "/m", "serve": {"gpu_memory_utilization": 1.5, "gpus": 1}}
+    judge = medplay_section["judge"]
+    judge.update(backend="vllm", model="/m", serve={**judge["serve"], "gpu_memory_utilization": 1.5, "gpus": 1})
     with pytest.raises(UserInputError) as caught:
         selfplay_settings(medplay_section)
     assert "medplay.judge.serve.gpu_memory_utilization: 1.5 must be in (0, 1)" in str(caught.value)
@@ -45,16 +47,20 @@ def test_serve_settings_are_validated_with_unknown_keys_named(medplay_section) -
 
 
 def test_vllm_backend_needs_a_model(medplay_section) -> None:
-    medplay_section["judge"] = {"backend": "vllm", "model": None}
+    medplay_section["judge"].update(backend="vllm", model=None)
     with pytest.raises(UserInputError, match="medplay.judge.model: required when judge.backend is vllm"):
         selfplay_settings(medplay_section)
 
 
 def test_command_takes_a_gpu_share_on_gpus_and_a_kv_cap_on_cpu() -> None:
-    gpu = vllm_command(Path("/m"), 9000, ServeSettings(gpu_memory_utilization=0.15), on_cpu=False)
+    gpu = vllm_command(
+        Path("/m"), 9000, packaged_judge_settings(serve={"gpu_memory_utilization": 0.15}).serve, on_cpu=False
+    )
     assert gpu[gpu.index("--gpu-memory-utilization") + 1] == "0.15" and "--enforce-eager" not in gpu
     assert gpu[gpu.index("--served-model-name") + 1] == "/m" and gpu[gpu.index("--host") + 1] == "127.0.0.1"
-    cpu = vllm_command(Path("/m"), 9000, ServeSettings(kv_cache_memory_bytes=1 << 26), on_cpu=True)
+    cpu = vllm_command(
+        Path("/m"), 9000, packaged_judge_settings(serve={"kv_cache_memory_bytes": 1 << 26}).serve, on_cpu=True
+    )
     assert cpu[cpu.index("--kv-cache-memory-bytes") + 1] == str(1 << 26) and "--gpu-memory-utilization" not in cpu
     assert "--enforce-eager" in cpu and cpu[cpu.index("--dtype") + 1] == "float32"
 
@@ -79,7 +85,7 @@ def test_train_stops_before_ray_when_the_judge_model_is_missing(tmp_path: Path, 
 def test_rules_runs_are_warned_about(capsys) -> None:
     from medical_team.verl_ext.judge_run import check_judge
 
-    check_judge(JudgeSettings(backend="rules"))
+    check_judge(packaged_judge_settings(backend="rules"))
     assert capsys.readouterr().err.startswith("medplay: warning: judge backend is `rules`: no model reads the rewrites")
 
 
@@ -145,7 +151,7 @@ def test_agent_loop_judge_calls_overlap(tmp_path: Path) -> None:
     in_flight, peak = _Counter(), _Counter()
     server = BackgroundServer(_slow_chat_app(in_flight, peak)).start()
     try:
-        settings = JudgeSettings(backend="vllm", model="judge", base_url=f"{server.url}/v1")
+        settings = packaged_judge_settings(backend="vllm", model="judge", base_url=f"{server.url}/v1")
         judge = selfplay_judge(settings)
         requests = [judge_request(seed, seed.text + " Extra sentence.", GameConfig()) for seed in _seeds(GAMES)]
 

@@ -42,6 +42,8 @@ def test_every_problem_is_named_at_once(section) -> None:
         "medplay.rewards.bonus: unknown key",
         "medplay.judge.url: required",
         "medplay.judge.batch_size: 0",
+        # every judge key is required: its value lives in configs/medplay.yaml
+        "medplay.judge.timeout_s: missing",
     ):
         assert expected in message
 

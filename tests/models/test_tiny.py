@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from medical_team.verl_ext.tiny_model import IM_END, MARKUP_TOKENS, build_tiny_model
+from medical_team.models.tiny import IM_END, MARKUP_TOKENS, build_tiny_model
 
 
 def test_same_spec_gives_identical_files(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 It stands in for Qwen3-4B on CPU (demo, tests): nothing is downloaded. Built deterministically from
 the bundled MEDEC notes in about a second:
 
-    python -m medical_team.verl_ext.tiny_model build/tiny-qwen3
+    python -m medical_team.models.tiny build/tiny-qwen3
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     """Build the tiny model into the folder given as the only argument."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m medical_team.verl_ext.tiny_model OUTPUT_DIR", file=sys.stderr)
+        print("usage: python -m medical_team.models.tiny OUTPUT_DIR", file=sys.stderr)
         return 2
     print(build_tiny_model(args[0]))
     return 0
