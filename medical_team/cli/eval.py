@@ -101,8 +101,6 @@ def _checkpoints(given: list[str]) -> list[Checkpoint]:
 
 def _judge(args: argparse.Namespace) -> tuple[Judge, str]:
     """The fixed judge of the league and its description; the rules judge unless another is named."""
-    from medical_team.judge.backends import BackendSettings, build_judge
-
     if args.judge in ("openai", "http") and not args.judge_url:
         raise UserInputError(f"judge {args.judge!r} needs its endpoint address", field="--judge-url")
     if args.judge_url and not args.judge_url.startswith(("http://", "https://")):
@@ -111,21 +109,19 @@ def _judge(args: argparse.Namespace) -> tuple[Judge, str]:
         raise UserInputError("judge 'openai' needs the served model name", field="--judge-model")
     if args.judge_api_key_env and not os.environ.get(args.judge_api_key_env):
         raise UserInputError(f"environment variable {args.judge_api_key_env} is not set", field="--judge-api-key-env")
-    if args.judge == "http":
-        from medical_team.judge.client import HttpJudge
-
-        return HttpJudge(args.judge_url), f"http ({args.judge_url})"
     from medical_team.evaluate.generation import gpu_available
+    from medical_team.judge.backends import Runtime, build_judge
+    from medical_team.judge.settings import packaged_judge_settings
 
-    settings = BackendSettings(
-        backend=args.judge,
-        model=args.judge_model,
-        base_url=args.judge_url,
+    given = {"backend": args.judge, "model": args.judge_model}
+    given["url" if args.judge == "http" else "base_url"] = args.judge_url
+    settings = packaged_judge_settings(**given)
+    runtime = Runtime(
         api_key=os.environ.get(args.judge_api_key_env) if args.judge_api_key_env else None,
         device="cuda" if args.judge == "hf" and gpu_available() else "cpu",
     )
     try:
-        judge = build_judge(settings)
+        judge = build_judge(settings, runtime)
     except (OSError, ValueError) as error:
         raise UserInputError(f"cannot build the judge: {' '.join(str(error).split())}", field="--judge") from None
     where = " ".join(str(part) for part in (args.judge_model, args.judge_url) if part)

@@ -20,7 +20,7 @@ GAMES = 4
 @pytest.fixture(scope="module")
 def two_checkpoints(tmp_path_factory) -> tuple[Path, Path]:
     """Two tiny random models from different seeds: an HF folder and a verl checkpoint root holding an HF export."""
-    from medical_team.verl_ext.tiny_model import TinyModelSpec, build_tiny_model
+    from medical_team.models.tiny import TinyModelSpec, build_tiny_model
 
     root = tmp_path_factory.mktemp("league")
     early = build_tiny_model(root / "early", TinyModelSpec(seed=0))
