@@ -61,7 +61,7 @@ class StepProgress:
     ) -> None:
         self.metrics_file = metrics_file
         self.total_steps = total_steps
-        self.monitors = monitors or MonitorSettings()
+        self.monitors = monitors  # None: no alarm lines
         self.poll_s = poll_s
         self._offset = 0
         self._stop = threading.Event()
@@ -100,5 +100,5 @@ class StepProgress:
             except (ValueError, KeyError, TypeError):
                 continue  # not a metrics record; the metrics file itself is checked elsewhere
             say(progress_line(step, self.total_steps, data))
-            for line in alarm_lines(step, data, self.monitors):
+            for line in alarm_lines(step, data, self.monitors) if self.monitors else ():
                 say(line, err=True)

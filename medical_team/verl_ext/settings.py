@@ -38,24 +38,14 @@ class ProbeSettings:
     inverted: bool = False  # each role is rewarded for not showing its behaviour (the control run)
 
 
-# Alarms on by default (medplay.yaml repeats them): the attacker repeating itself or copying its seeds,
-# the assessor answering one verdict to nearly everything.
-DEFAULT_ALARMS: dict[str, float | None] = {
-    **dict.fromkeys(ALARMS),
-    "max_self_bleu": 0.9,
-    "max_copy_rate": 0.9,
-    "max_majority_verdict_share": 0.95,
-}
-
-
 @dataclass(frozen=True)
 class MonitorSettings:
     """The collapse monitors' alarm (medical_team/game/monitors.py, alarm.py)."""
 
-    patience: int = 3  # steps in a row a monitor must stay past its threshold before its alarm fires
-    action: AlarmAction = AlarmAction.WARN  # warn: a console line; stop: the line, a checkpoint, the end of the run
-    self_bleu_max_rewrites: int = 64  # most rewrites one step's Self-BLEU compares
-    alarms: tuple[tuple[str, float | None], ...] = tuple(DEFAULT_ALARMS.items())  # (name, threshold or None)
+    patience: int  # steps in a row a monitor must stay past its threshold before its alarm fires
+    action: AlarmAction  # warn: a console line; stop: the line, a checkpoint, the end of the run
+    self_bleu_max_rewrites: int  # most rewrites one step's Self-BLEU compares
+    alarms: tuple[tuple[str, float | None], ...]  # (name, threshold or None), every alarm of game/alarm.py
 
     @property
     def rules(self) -> list[AlarmRule]:
@@ -235,25 +225,24 @@ def _probe_settings(section: Mapping[str, Any], problems: list[str]) -> ProbeSet
 
 
 def _monitor_settings(section: Mapping[str, Any], problems: list[str]) -> MonitorSettings:
-    """MonitorSettings from `medplay.monitors` (optional; absent keys take their defaults), recording problems."""
+    """MonitorSettings from `medplay.monitors` (every key in configs/medplay.yaml), recording problems."""
     problems += _unknown(section, _MONITOR_KEYS, "monitors.")
-    defaults = MonitorSettings()
-    patience = section.get("patience", defaults.patience)
+    problems += _missing(section, _MONITOR_KEYS, "monitors.")
+    patience = section.get("patience", 1)
     if isinstance(patience, bool) or not (isinstance(patience, int) and patience >= 1):
         problems.append(f"medplay.monitors.patience: {patience!r} must be an integer >= 1")
-        patience = defaults.patience
     actions = tuple(a.value for a in AlarmAction)
-    action = _choice(section.get("action", defaults.action.value), actions, "monitors.action", problems)
-    most = section.get("self_bleu_max_rewrites", defaults.self_bleu_max_rewrites)
+    action = _choice(section.get("action", AlarmAction.WARN.value), actions, "monitors.action", problems)
+    most = section.get("self_bleu_max_rewrites", 2)
     if isinstance(most, bool) or not (isinstance(most, int) and most >= 2):
         problems.append(f"medplay.monitors.self_bleu_max_rewrites: {most!r} must be an integer >= 2")
-        most = defaults.self_bleu_max_rewrites
     given = section.get("alarms") or {}
     if not isinstance(given, Mapping):
         problems.append(f"medplay.monitors.alarms: {given!r} must be a mapping of alarm name to threshold")
         given = {}
     problems += _unknown(given, set(ALARMS), "monitors.alarms.")
-    alarms = dict(defaults.alarms)
+    problems += _missing(given, set(ALARMS), "monitors.alarms.")
+    alarms: dict[str, float | None] = dict.fromkeys(ALARMS)
     for name in set(given) & set(ALARMS):
         value = given[name]
         if value is not None and not (_is_number(value) and value >= 0):
@@ -262,7 +251,7 @@ def _monitor_settings(section: Mapping[str, Any], problems: list[str]) -> Monito
         alarms[name] = None if value is None else float(value)
     return MonitorSettings(
         patience=patience,
-        action=AlarmAction(action) if action in actions else defaults.action,
+        action=AlarmAction(action) if action in actions else AlarmAction.WARN,
         self_bleu_max_rewrites=most,
         alarms=tuple(alarms.items()),
     )

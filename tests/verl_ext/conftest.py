@@ -19,6 +19,10 @@ MEDPLAY_SECTION: dict[str, Any] = {
     "rewards": {"scheme": "general_sum", "localisation_bonus": 0.0, "remove_ties": True},
     # configs/medplay.yaml's judge, with the model-free backend.
     "judge": {**packaged_judge_section(), "backend": "rules"},
+    # configs/medplay.yaml's collapse monitors.
+    "monitors": OmegaConf.to_container(
+        OmegaConf.load(importlib.resources.files("medical_team.configs") / "medplay.yaml").medplay.monitors
+    ),
 }
 
 

@@ -89,9 +89,9 @@ def test_monitors_default_to_warnings_and_are_checked(section) -> None:
     monitors = selfplay_settings(section()).monitors
     assert monitors.action is AlarmAction.WARN and monitors.patience == 3
     assert {rule.name for rule in monitors.rules} == {"max_self_bleu", "max_copy_rate", "max_majority_verdict_share"}
-    changed = selfplay_settings(
-        section(monitors={"action": "stop", "patience": 1, "alarms": {"max_self_bleu": None, "min_distinct_2": 0.3}})
-    ).monitors
+    base = section()["monitors"]
+    alarms = {**base["alarms"], "max_self_bleu": None, "min_distinct_2": 0.3}
+    changed = selfplay_settings(section(monitors={**base, "action": "stop", "patience": 1, "alarms": alarms})).monitors
     assert changed.action is AlarmAction.STOP and changed.patience == 1
     assert {(rule.name, rule.threshold) for rule in changed.rules} == {
         ("min_distinct_2", 0.3),
@@ -102,6 +102,7 @@ def test_monitors_default_to_warnings_and_are_checked(section) -> None:
         selfplay_settings(section(monitors={"alarms": ["max_self_bleu"], "self_bleu_max_rewrites": 1}))
     assert "medplay.monitors.alarms: ['max_self_bleu'] must be a mapping" in str(caught.value)
     assert "medplay.monitors.self_bleu_max_rewrites: 1 must be an integer >= 2" in str(caught.value)
+    assert "medplay.monitors.patience: missing" in str(caught.value)
 
 
 def test_difficulty_band_is_a_reward_scheme(section, medplay_section) -> None:
