@@ -123,6 +123,27 @@ def read_verl_parquet(path: str | Path) -> list[Row]:
         raise UserInputError(f"not a readable parquet file: {error}", file=path.name) from None
 
 
+def read_checked_rows(path: Path, data_source: str, wanted: str) -> list[Row]:
+    """Rows of a parquet file whose every row is of `data_source` and valid; else a UserInputError naming the row.
+
+    `wanted` says which file to pass instead, e.g. "the benchmark.parquet that `medplay convert` writes".
+    """
+    rows = read_verl_parquet(path)
+    for number, row in enumerate(rows, start=1):
+        if row.get("data_source") != data_source:
+            raise UserInputError(
+                f"data_source is {row.get('data_source')!r}, not {data_source!r}: pass {wanted}",
+                file=path.name,
+                row=number,
+                field="data_source",
+            )
+        problems = validate_row(row)
+        if problems:
+            field, message = problems[0]
+            raise UserInputError(message, file=path.name, row=number, field=field)
+    return rows
+
+
 def _extra_info_type(rows: Sequence[Row], name: str) -> pa.DataType:
     """The extra_info struct: known fields with fixed types, then other keys (sorted) with inferred types."""
     keys: list[str] = []

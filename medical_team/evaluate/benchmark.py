@@ -49,24 +49,12 @@ def _from_csv(path: Path) -> Benchmark:
 
 def _from_parquet(path: Path) -> Benchmark:
     """Benchmark rows read from parquet, every row validated first."""
-    from medical_team.data.verl_parquet import read_verl_parquet, validate_row
+    from medical_team.data.verl_parquet import read_checked_rows
 
-    rows = read_verl_parquet(path)
+    wanted = "the benchmark.parquet that `medplay convert` writes (or a MEDEC CSV), not a game file"
+    rows = read_checked_rows(path, BENCHMARK_DATA_SOURCE, wanted)
     if not rows:
         raise UserInputError("the benchmark file has no rows", file=path.name, field="--benchmark")
-    for number, row in enumerate(rows, start=1):
-        if row.get("data_source") != BENCHMARK_DATA_SOURCE:
-            raise UserInputError(
-                f"data_source is {row.get('data_source')!r}, not {BENCHMARK_DATA_SOURCE!r}: pass the "
-                "benchmark.parquet that `medplay convert` writes (or a MEDEC CSV), not a game file",
-                file=path.name,
-                row=number,
-                field="data_source",
-            )
-        problems = validate_row(row)
-        if problems:
-            field, message = problems[0]
-            raise UserInputError(message, file=path.name, row=number, field=field)
     return _from_rows(rows, str(path), {})
 
 

@@ -53,23 +53,12 @@ def _from_csv(path: Path) -> LeagueSeeds:
 
 def _from_parquet(path: Path, field: str) -> LeagueSeeds:
     """Every row of a game parquet, checked row by row; all rows must share one benign attack mode."""
-    from medical_team.data.verl_parquet import read_verl_parquet, validate_row
+    from medical_team.data.verl_parquet import read_checked_rows
 
     seeds: list[GameSeed] = []
     modes: set[str] = set()
-    for number, row in enumerate(read_verl_parquet(path), start=1):
-        if row.get("data_source") != DATA_SOURCE:
-            raise UserInputError(
-                f"data_source is {row.get('data_source')!r}, not {DATA_SOURCE!r}: pass a game file of "
-                "`medplay convert` (val.parquet) or a MEDEC CSV",
-                file=path.name,
-                row=number,
-                field="data_source",
-            )
-        problems = validate_row(row)
-        if problems:
-            name, message = problems[0]
-            raise UserInputError(message, file=path.name, row=number, field=name)
+    wanted = "a game file of `medplay convert` (val.parquet) or a MEDEC CSV"
+    for number, row in enumerate(read_checked_rows(path, DATA_SOURCE, wanted), start=1):
         info = row["extra_info"]
         try:
             seeds.append(GameSeed.from_metadata(info))
