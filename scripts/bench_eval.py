@@ -28,7 +28,7 @@ from typing import Any, Self
 from bench_result import machine, write_result
 
 TARGET_SPEEDUP = 3.0
-ENV_KEYS = ("VLLM_CPU_KVCACHE_SPACE", "VLLM_CPU_OMP_THREADS_BIND", "OMP_NUM_THREADS")
+ENV_KEYS = ("VLLM_CPU_OMP_THREADS_BIND", "OMP_NUM_THREADS")
 BACKENDS = ("vllm", "transformers")
 BATCHING = {
     "vllm": "all prompts in one call; vLLM's scheduler batches them (continuous batching, its default max_num_seqs)",
@@ -139,8 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         "--only", choices=BACKENDS, help="run only this backend; take the other's figures from --output"
     )
     args = parser.parse_args(argv)
-    # vLLM on CPU sizes its KV cache from this (GiB) and must not pin threads to cores it does not own.
-    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    # vLLM on CPU must not pin threads to cores it does not own (`medplay eval` sizes its KV cache itself).
     os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
     if not (args.model / "config.json").is_file():
         subprocess.run(medplay("model", "prepare", "smollm2-135m", "--output", str(args.model)), check=True)
