@@ -20,7 +20,6 @@ from typing import Any
 from medical_team.game.settle import GameOutcome
 
 DISTINCT_ORDERS = (1, 2)
-SELF_BLEU_MAX_REWRITES = 64  # Self-BLEU compares every rewrite with every other one: cost grows with the square
 _WORD = re.compile(r"\w+|[^\w\s]")
 
 
@@ -81,7 +80,7 @@ def distinct_n(texts: Sequence[list[str]], n: int) -> float:
     return len(set(grams)) / len(grams) if grams else 0.0
 
 
-def self_bleu(texts: Sequence[list[str]], max_texts: int = SELF_BLEU_MAX_REWRITES) -> float:
+def self_bleu(texts: Sequence[list[str]], max_texts: int) -> float:
     """Mean BLEU-4 of each text against all the others as references (Zhu et al., 2018), over the first `max_texts`.
 
     NLTK's sentence BLEU with its `method1` smoothing (a zero n-gram count becomes a small epsilon),
@@ -149,7 +148,7 @@ def _attacker_texts(traces: Sequence[GameTrace], max_rewrites: int) -> tuple[dic
 
 
 def collapse_monitors(
-    outcomes: Sequence[GameOutcome], traces: Sequence[GameTrace], max_rewrites: int = SELF_BLEU_MAX_REWRITES
+    outcomes: Sequence[GameOutcome], traces: Sequence[GameTrace], max_rewrites: int
 ) -> MonitorReading:
     """Every collapse monitor of one step's games (ties included: the turns were played).
 

@@ -33,6 +33,7 @@ from medical_team.judge.rules import RulesJudge
 from medical_team.vocab import Role
 
 CAP = 64
+MAX_REWRITES = 64  # configs/medplay.yaml: medplay.monitors.self_bleu_max_rewrites
 SAME_REWRITE = "A 54-year-old woman presents with chest pain; aspirin was given and she was discharged home."
 
 
@@ -51,10 +52,10 @@ def test_distinct_n_counts_unique_ngrams_over_all_texts() -> None:
 
 def test_self_bleu_is_one_for_copies_and_low_for_unrelated_texts() -> None:
     same = [words(SAME_REWRITE)] * 5
-    assert self_bleu(same) == pytest.approx(1.0)
+    assert self_bleu(same, MAX_REWRITES) == pytest.approx(1.0)
     unrelated = [words("alpha beta gamma delta epsilon"), words("one two three four five six"), words("red green blue")]
-    assert self_bleu(unrelated) < 0.05
-    assert self_bleu([words(SAME_REWRITE)]) == 0.0  # one text has nothing to be compared with
+    assert self_bleu(unrelated, MAX_REWRITES) < 0.05
+    assert self_bleu([words(SAME_REWRITE)], MAX_REWRITES) == 0.0  # one text has nothing to be compared with
     assert self_bleu(same + unrelated, max_texts=5) == pytest.approx(1.0)  # only the first five are compared
 
 
@@ -114,7 +115,7 @@ def play_step(seeds: list, step: int, rewrite: str | None) -> MonitorReading:
     chosen = adversarial + [s for s in seeds if not s.category.adversarial][4 * step : 4 * step + 4]
     generator = DegenerateAttacker(rewrite) if rewrite else CopyingAttacker()
     batch = MedicalDialogueGameManager(generator, RulesJudge(), GameConfig()).play(chosen)
-    return collapse_monitors([g.outcome for g in batch.games], [trace_of(g) for g in batch.games])
+    return collapse_monitors([g.outcome for g in batch.games], [trace_of(g) for g in batch.games], MAX_REWRITES)
 
 
 class CopyingAttacker(DegenerateAttacker):
@@ -174,7 +175,7 @@ def test_lengths_and_the_cap(seeds: list) -> None:
     vanilla = next(s for s in seeds if not s.category.adversarial)
     unreadable = settle(vanilla, None, "no tags at all", None, GameConfig())
     traces = [GameTrace("a b", "a c", 10, 64, 64), GameTrace("a b", None, None, 20, 64)]
-    reading = collapse_monitors([unreadable, unreadable], traces)
+    reading = collapse_monitors([unreadable, unreadable], traces, MAX_REWRITES)
     assert reading.values["attacker/response_length/mean"] == 10.0
     assert reading.values["assessor/response_length/mean"] == 42.0
     assert reading.values["assessor/response_length/p90"] == 64.0
@@ -190,5 +191,5 @@ def test_unknown_alarm_and_bad_patience_are_errors() -> None:
     with pytest.raises(ValueError, match="patience"):
         CollapseAlarm([], patience=0)
     with pytest.raises(ValueError, match="traces"):
-        collapse_monitors([], [GameTrace("a", None, None, 1, 2)])
+        collapse_monitors([], [GameTrace("a", None, None, 1, 2)], MAX_REWRITES)
 
