@@ -67,11 +67,11 @@ class LedgerManager:
 
 
 def configured(trainer_config: DictConfig, **medplay: Any) -> DictConfig:
-    """The trainer config with parts of `medplay:` replaced."""
+    """The trainer config with parts of `medplay:` replaced (a mapping is merged into the section it changes)."""
     config = copy.deepcopy(trainer_config)
     with open_dict(config):
         for key, value in medplay.items():
-            config.medplay[key] = OmegaConf.create(value) if isinstance(value, dict) else value
+            config.medplay[key] = OmegaConf.merge(config.medplay[key], value) if isinstance(value, dict) else value
     return config
 
 
