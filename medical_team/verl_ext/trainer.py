@@ -157,7 +157,7 @@ class SelfPlayTrainer(PPOTrainerSync):
         """verl's training loop, with the metrics JSONL opened for appending (a resumed run keeps earlier steps)."""
         use_appending_file_logger()
         self._non_finite_guard = NonFiniteGuard(max_consecutive=self.config.medplay.guards.max_non_finite_steps)
-        judge = settings_from_trainer_config(self.config).judge
+        judge = self.settings.judge
         self._gold_floor = GoldFloor(judge.gold_accuracy_floor, judge.gold_min_count) if judge.probed else None
         super().fit(agent_loop_manager)
 
