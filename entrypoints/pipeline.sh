@@ -80,11 +80,16 @@ if [[ -s "${run_dir}/train.args" ]]; then
     mapfile -t user_overrides < "${run_dir}/train.args"
 fi
 requested_profile=""
+attention=""
 other_overrides=()
 for override in "${user_overrides[@]}"; do
     case "${override}" in
         profile=*) requested_profile="${override#profile=}" ;;
         *) other_overrides+=("${override}") ;;
+    esac
+    # The probe checks for flash-attn only when the run keeps verl's flash_attention_2.
+    case "${override}" in
+        *model.override_config.attn_implementation=*) attention="${override#*attn_implementation=}" ;;
     esac
 done
 
@@ -92,6 +97,9 @@ done
 probe_args=(--output "${MEDPLAY_LOGS}/probe.json" --checkpoints "${MEDPLAY_CHECKPOINTS}")
 if [[ -n "${requested_profile}" ]]; then
     probe_args+=(--profile "${requested_profile}")
+fi
+if [[ -n "${attention}" ]]; then
+    probe_args+=(--attention "${attention}")
 fi
 run_step probe medplay probe "${probe_args[@]}"
 profile="$(python -c 'import json, sys; print(json.load(open(sys.argv[1]))["profile"])' "${MEDPLAY_LOGS}/probe.json")"

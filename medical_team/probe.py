@@ -35,6 +35,10 @@ JUDGE_WEIGHTS_GIB = 8.0
 JUDGE_OVERHEAD_GIB = 1.5
 JUDGE_KV_KIB_PER_TOKEN = 136
 JUDGE_REQUEST_TOKENS = 3072
+# The attention kernels a run can ask for (actor_rollout_ref.model.override_config.attn_implementation);
+# only flash_attention_2, verl's default, needs the flash-attn package.
+FLASH_ATTENTION = "flash_attention_2"
+ATTENTION_IMPLEMENTATIONS = (FLASH_ATTENTION, "sdpa")
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,7 @@ class ProbeReport:
     checkpoint_gib: float
     refusals: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    attention: str = FLASH_ATTENTION
 
     @property
     def ok(self) -> bool:
@@ -298,8 +303,8 @@ def driver_refusals(facts: HostFacts) -> list[str]:
     ]
 
 
-def gpu_refusals(facts: HostFacts, profile: HardwareProfile) -> list[str]:
-    """Why the GPU stack cannot train this GPU profile (VRAM, arch, bf16, packages, NCCL)."""
+def gpu_refusals(facts: HostFacts, profile: HardwareProfile, attention: str = FLASH_ATTENTION) -> list[str]:
+    """Why the GPU stack cannot train this GPU profile with this attention (VRAM, arch, bf16, packages, NCCL)."""
     if not facts.gpus:
         return [
             (
@@ -325,7 +330,8 @@ def gpu_refusals(facts: HostFacts, profile: HardwareProfile) -> list[str]:
             "training needs compute capability >= 8.0"
         )
     if facts.cuda_available:
-        for name, package in (("flash-attn", facts.flash_attn), ("vLLM", facts.vllm)):
+        needed = [("flash-attn", facts.flash_attn)] if attention == FLASH_ATTENTION else []
+        for name, package in [*needed, ("vLLM", facts.vllm)]:
             if not package.importable:
                 refusals.append(f"{name} does not import: {package.error}")
         if facts.nccl_version is None:
@@ -349,7 +355,12 @@ def host_refusals(facts: HostFacts, profile: HardwareProfile, checkpoint_gib: fl
     return refusals
 
 
-def assess(facts: HostFacts, requested_profile: str | None = None, checkpoint_gib: float | None = None) -> ProbeReport:
+def assess(
+    facts: HostFacts,
+    requested_profile: str | None = None,
+    checkpoint_gib: float | None = None,
+    attention: str = FLASH_ATTENTION,
+) -> ProbeReport:
     """Choose the profile (the requested one, or the one the VRAM fits) and list every reason it cannot run."""
     vram = facts.gpus[0].total_vram_gib if facts.gpus else None
     notes = []
@@ -364,6 +375,7 @@ def assess(facts: HostFacts, requested_profile: str | None = None, checkpoint_gi
             "auto",
             0.0,
             notes=notes,
+            attention=attention,
             refusals=[
                 (
                     f"GPU {facts.gpus[0].index} ({facts.gpus[0].name}) has {vram:.1f} GiB of VRAM; the smallest profile, "
@@ -373,7 +385,12 @@ def assess(facts: HostFacts, requested_profile: str | None = None, checkpoint_gi
         )
     profile = PROFILES[chosen]
     size = profile.checkpoint_gib if checkpoint_gib is None else checkpoint_gib
-    refusals = gpu_refusals(facts, profile) if profile.needs_gpu else []
+    refusals = gpu_refusals(facts, profile, attention) if profile.needs_gpu else []
+    if profile.needs_gpu and attention != FLASH_ATTENTION and not facts.flash_attn.importable:
+        notes.append(
+            f"flash-attn does not import; the run asks for {attention} attention, which needs none "
+            "(train with actor_rollout_ref.model.use_remove_padding=false: padding removal packs sequences for flash-attn)."
+        )
     if facts.gpus and not profile.needs_gpu:
         notes.append("Profile cpu-smoke was requested: the GPU stays unused.")
     refusals += host_refusals(facts, profile, size)
@@ -381,7 +398,7 @@ def assess(facts: HostFacts, requested_profile: str | None = None, checkpoint_gi
         judge_note, judge_refusal = judge_fit(profile, facts.gpus[0].total_vram_gib)
         notes.append(judge_note)
         refusals += judge_refusal
-    return ProbeReport(facts, chosen, "requested" if requested_profile else "auto", size, refusals, notes)
+    return ProbeReport(facts, chosen, "requested" if requested_profile else "auto", size, refusals, notes, attention)
 
 
 def judge_fit(profile: HardwareProfile, vram_gib: float) -> tuple[str, list[str]]:

@@ -46,9 +46,9 @@ install() {
 probe() {
     use_site
     nvidia-smi | tee "${out}/nvidia-smi.txt"
-    # Exit 3 is a refusal with its reasons in the table (without flash-attn the probe refuses GPU profiles).
+    # Exit 3 is a refusal with its reasons in the table. The wheelhouse has no flash-attn; the runs use sdpa.
     local status=0
-    medplay probe --output "${out}/probe.json" > "${out}/probe.txt" 2>&1 || status=$?
+    medplay probe --attention sdpa --output "${out}/probe.json" > "${out}/probe.txt" 2>&1 || status=$?
     cat "${out}/probe.txt"
     echo "gpu_partb: medplay probe exit status ${status}"
 }

@@ -34,7 +34,7 @@ stage selfplay "$medplay" train profile=cpu-smoke medplay.output_dir="$work/run"
   medplay.model.path="$PWD/$work/run/sft/model" medplay.model.build_tiny=false \
   data.max_prompt_length=1536 data.max_response_length=512 actor_rollout_ref.actor.optim.lr=1e-5 \
   actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes=1073741824 \
-  trainer.total_training_steps="$rl_steps" trainer.save_freq="$rl_steps" \
+  trainer.total_training_steps="$rl_steps" trainer.save_freq=1 \
   ray_kwargs.ray_init.runtime_env.env_vars.OMP_NUM_THREADS="\"$OMP_NUM_THREADS\""
 evaluate "$work/run/checkpoints" selfplay
 stage report "$medplay" report --metrics "$work/run/checkpoints/metrics.jsonl" --output "$work/report"

@@ -60,6 +60,7 @@ def render(report: ProbeReport) -> Table:
         ("free disk for checkpoints", f"{_gib(facts.checkpoints_free_gib)} under {facts.checkpoints_dir}"),
         ("CPUs", str(facts.cpu_count)),
         ("RAM total / available", f"{_gib(facts.ram_total_gib)} / {_gib(facts.ram_available_gib)}"),
+        ("attention", report.attention),
         ("profile", f"{report.profile} ({report.profile_source})"),
         ("one checkpoint needs", _gib(report.checkpoint_gib)),
         ("verdict", "[green]can train[/green]" if report.ok else "[red]cannot train[/red]"),
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     from medical_team.probe import assess, collect_facts
 
     checkpoints = Path(args.checkpoints or os.environ.get("MEDPLAY_CHECKPOINTS") or ".")
-    report = assess(collect_facts(checkpoints), args.profile, args.checkpoint_gib)
+    report = assess(collect_facts(checkpoints), args.profile, args.checkpoint_gib, args.attention)
     console = Console()
     if not console.is_terminal:
         console = Console(width=160)  # logs and pipes: one line per row
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register `medplay probe`."""
-    from medical_team.probe import PROFILES
+    from medical_team.probe import ATTENTION_IMPLEMENTATIONS, FLASH_ATTENTION, PROFILES
 
     parser = subparsers.add_parser("probe", help="check the GPU, driver, disk and memory; choose a hardware profile")
     parser.add_argument("--output", default="probe.json", help="where to write the JSON report (default: probe.json)")
@@ -106,5 +107,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--checkpoint-gib", type=float, help="disk one checkpoint needs (default: the profile's estimate)"
+    )
+    parser.add_argument(
+        "--attention",
+        choices=ATTENTION_IMPLEMENTATIONS,
+        default=FLASH_ATTENTION,
+        help="the attention the run uses (actor_rollout_ref.model.override_config.attn_implementation); "
+        f"only {FLASH_ATTENTION}, the default, needs flash-attn",
     )
     parser.set_defaults(run=run)

@@ -59,7 +59,8 @@ def assert_trainer_joined(appliance, address: str) -> None:
 def test_broken_csv_stops_the_pipeline_with_the_converters_message(appliance):
     write_broken_csv(appliance.data / "medec.csv")
 
-    result = appliance.run("train", *TRAIN_2_STEPS)
+    # cpu-smoke's own attention, given as an override so that the probe is told it (no flash-attn check).
+    result = appliance.run("train", *TRAIN_2_STEPS, "actor_rollout_ref.model.override_config.attn_implementation=sdpa")
 
     message = "medec.csv:row 3: field 'Error Flag': must be an integer, found 'maybe'"
     assert result.returncode == 2, result.stdout[-5000:]
@@ -67,7 +68,8 @@ def test_broken_csv_stops_the_pipeline_with_the_converters_message(appliance):
     assert "step convert failed with exit status 2" in result.stdout
     assert not (appliance.logs / "pipeline" / "train.log").exists()
     # The steps before it ran and kept their logs; supervisord was shut down by the pipeline-exit listener.
-    assert json.loads((appliance.logs / "probe.json").read_text())["profile"] == "cpu-smoke"
+    probe = json.loads((appliance.logs / "probe.json").read_text())
+    assert (probe["profile"], probe["attention"]) == ("cpu-smoke", "sdpa")
     assert "is ready" in appliance.log("pipeline", "ray-ready.log")
     assert "the pipeline exited (2)" in appliance.log("supervisor", "pipeline-exit.log")
     assert "spawned: 'ray-head'" in supervisord_log(appliance)

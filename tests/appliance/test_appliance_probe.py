@@ -122,6 +122,14 @@ def test_missing_gpu_packages_and_nccl_are_refused():
     ]
 
 
+def test_sdpa_attention_needs_no_flash_attn():
+    facts = gpu_host(flash_attn=PackageFacts(False, error="ModuleNotFoundError: No module named 'flash_attn'"))
+    report = assess(facts, attention="sdpa")
+    assert report.ok and report.attention == "sdpa"
+    assert any("needs none" in note and "use_remove_padding=false" in note for note in report.notes)
+    assert assess(facts).refusals == ["flash-attn does not import: ModuleNotFoundError: No module named 'flash_attn'"]
+
+
 def test_small_dev_shm_and_full_checkpoint_disk_are_refused():
     report = assess(gpu_host(shm_total_gib=0.0625, checkpoints_free_gib=20.0))
     assert report.refusals == [
@@ -170,10 +178,11 @@ def test_medplay_probe_on_this_cpu_host(tmp_path):
     assert "medplay probe" in result.stdout and "│ GPU" in result.stdout and "no GPU found" in result.stdout
     assert "No GPU found" in result.stdout
     for row in ("NVIDIA driver", "torch arch list", "NCCL", "flash-attn importable", "vLLM importable", "/dev/shm",
-                "free disk for checkpoints", f"under {tmp_path / 'checkpoints'}", "CPUs", "RAM total / available", "profile"):  # fmt: skip
+                "free disk for checkpoints", f"under {tmp_path / 'checkpoints'}", "CPUs", "RAM total / available", "attention", "profile"):  # fmt: skip
         assert row in result.stdout, row
     report = json.loads((tmp_path / "out" / "probe.json").read_text())
     assert report["ok"] is True and report["gpu_found"] is False and report["profile"] == "cpu-smoke"
+    assert report["attention"] == "flash_attention_2"
     facts = report["facts"]
     assert facts["gpus"] == [] and facts["cuda_available"] is False and facts["cpu_count"] >= 1
     assert facts["checkpoints_free_gib"] > 0 and facts["ram_total_gib"] > 0 and facts["shm_total_gib"] > 0
