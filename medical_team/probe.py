@@ -35,10 +35,9 @@ JUDGE_WEIGHTS_GIB = 8.0
 JUDGE_OVERHEAD_GIB = 1.5
 JUDGE_KV_KIB_PER_TOKEN = 136
 JUDGE_REQUEST_TOKENS = 3072
-# The attention kernels a run can ask for (actor_rollout_ref.model.override_config.attn_implementation);
-# only flash_attention_2, verl's default, needs the flash-attn package.
+# verl's default attention (actor_rollout_ref.model.override_config.attn_implementation), the only one
+# that needs the flash-attn package (sdpa and eager come with torch).
 FLASH_ATTENTION = "flash_attention_2"
-ATTENTION_IMPLEMENTATIONS = (FLASH_ATTENTION, "sdpa")
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register `medplay probe`."""
-    from medical_team.probe import ATTENTION_IMPLEMENTATIONS, FLASH_ATTENTION, PROFILES
+    from medical_team.probe import FLASH_ATTENTION, PROFILES
 
     parser = subparsers.add_parser("probe", help="check the GPU, driver, disk and memory; choose a hardware profile")
     parser.add_argument("--output", default="probe.json", help="where to write the JSON report (default: probe.json)")
@@ -110,9 +110,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--attention",
-        choices=ATTENTION_IMPLEMENTATIONS,
+        metavar="IMPLEMENTATION",
         default=FLASH_ATTENTION,
         help="the attention the run uses (actor_rollout_ref.model.override_config.attn_implementation); "
-        f"only {FLASH_ATTENTION}, the default, needs flash-attn",
+        f"default {FLASH_ATTENTION}, the only one that needs flash-attn (sdpa, eager: none)",
     )
     parser.set_defaults(run=run)
