@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # SmolLM2-135M before SFT, after SFT and after self-play on CPU: docs/results/smollm2-cpu.md.
 # Run from the repository root after `make env`:  scripts/smollm2_experiment.sh [WORK_DIR]
-# Knobs (environment): SFT_STEPS (12), SFT_ROWS (4 a step), SFT_LR (1e-4), RL_STEPS (20, about an hour on 2 idle cores), EVAL_NOTES (40).
+# Knobs (environment): SFT_STEPS (30), SFT_ROWS (4 a step), SFT_LR (5e-5), RL_STEPS (20, about an hour on 2 idle cores), EVAL_NOTES (40).
 set -euo pipefail
 work=${1:-build/smollm2-experiment}
 medplay=${MEDPLAY:-.venv/bin/medplay}
-sft_steps=${SFT_STEPS:-12} sft_rows=${SFT_ROWS:-4} sft_lr=${SFT_LR:-1e-4}
+sft_steps=${SFT_STEPS:-30} sft_rows=${SFT_ROWS:-4} sft_lr=${SFT_LR:-5e-5}
 rl_steps=${RL_STEPS:-20} notes=${EVAL_NOTES:-40}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
 mkdir -p "$work/logs"
