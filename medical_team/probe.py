@@ -12,6 +12,12 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from medical_team.memory_plan import MEDGEMMA_4B, VLLM_OVERHEAD_GIB
+
+if TYPE_CHECKING:
+    from medical_team.memory_plan import MemoryPlan
 
 GIB = 1024**3
 
@@ -28,12 +34,10 @@ CUDA_12_1_EXPLANATION = (
 MIN_SHM_GIB = 1.0
 
 
-# The served judge of the GPU profiles (medplay.judge.backend: vllm): MedGemma 4B, ~4.3 B parameters with its
-# vision tower, in bf16; plus activations and CUDA context; its KV cache is 2 x 34 layers x 4 KV heads x 256
-# dims x 2 B per token, and one judge request (two notes + instructions) is ~3 K tokens.
-JUDGE_WEIGHTS_GIB = 8.0
-JUDGE_OVERHEAD_GIB = 1.5
-JUDGE_KV_KIB_PER_TOKEN = 136
+# The served judge of the GPU profiles (medplay.judge.backend: vllm): MedGemma 4B (medical_team/memory_plan.py has
+# its shape), beside its own activations, CUDA graphs and context; one judge request is ~3 K tokens.
+JUDGE_OVERHEAD_GIB = VLLM_OVERHEAD_GIB
+JUDGE_KV_KIB_PER_TOKEN = MEDGEMMA_4B.kv_bytes_per_token // 1024
 JUDGE_REQUEST_TOKENS = 3072
 # verl's default attention (actor_rollout_ref.model.override_config.attn_implementation), the only one
 # that needs the flash-attn package (sdpa and eager come with torch).
@@ -49,11 +53,15 @@ class HardwareProfile:
     checkpoint_gib: float
     # medplay.judge.serve.gpu_memory_utilization of the profile; None: no judge on this GPU (rules or remote)
     judge_fraction: float | None = None
+    # `--quantization` among medplay.judge.serve.extra_args (fp8: the judge's linear layers in one byte)
+    judge_quantization: str | None = None
+    # The card the memory plan assumes without a GPU: the smallest the profile names, as torch reports it.
+    card_gib: float = 0.0
 
     def judge_budget(self, vram_gib: float) -> tuple[float, float, int]:
         """(judge share GiB, its KV cache GiB, judge requests that fit at once) on a GPU of `vram_gib`."""
         share = (self.judge_fraction or 0.0) * vram_gib
-        kv_gib = share - JUDGE_WEIGHTS_GIB - JUDGE_OVERHEAD_GIB
+        kv_gib = share - MEDGEMMA_4B.weights_gib(self.judge_quantization) - JUDGE_OVERHEAD_GIB
         tokens = max(0.0, kv_gib) * GIB / (JUDGE_KV_KIB_PER_TOKEN * 1024)
         return share, kv_gib, int(tokens // JUDGE_REQUEST_TOKENS)
 
@@ -66,19 +74,19 @@ class HardwareProfile:
 # Named after the card's nominal size; thresholds sit below it because drivers report a little less
 # (an 80 GB H100 shows about 79.2 GiB). Every GPU profile trains Qwen3-4B (4.0 B parameters) and saves
 # [model, optimizer, extra, hf_model]: fp32 weights (4 B/parameter, 14.9 GiB), HF weights (at most the
-# same again), and for full fine-tuning (80g and up) the AdamW moments (8 B/parameter, 29.8 GiB); LoRA
+# same again), and for full fine-tuning (96g and up) the AdamW moments (8 B/parameter, 29.8 GiB); LoRA
 # optimizer state is well under 1 GiB. Rounded up. The judge's share beside the policy is each profile's
-# medplay.judge.serve.gpu_memory_utilization (tests/verl_ext/test_configs.py keeps them equal); 24g holds
-# no judge (configs/profile/24g.yaml: a remote one).
+# medplay.judge.serve.gpu_memory_utilization, its quantization the profile's judge `--quantization`
+# (tests/verl_ext/test_configs.py keeps them equal). card_gib: L4 / A10, L40S, H100 80GB, H100 NVL, H200.
 PROFILES: dict[str, HardwareProfile] = {
     p.name: p
     for p in (
         HardwareProfile("cpu-smoke", 0.0, 0.1),
-        HardwareProfile("24g", 22.0, 32.0),
-        HardwareProfile("48g", 44.0, 32.0, judge_fraction=0.25),
-        HardwareProfile("80g", 74.0, 60.0, judge_fraction=0.2),
-        HardwareProfile("96g", 90.0, 60.0, judge_fraction=0.17),
-        HardwareProfile("141g", 130.0, 60.0, judge_fraction=0.12),
+        HardwareProfile("24g", 22.0, 32.0, judge_fraction=0.36, judge_quantization="fp8", card_gib=22.0),
+        HardwareProfile("48g", 44.0, 32.0, judge_fraction=0.25, card_gib=44.4),
+        HardwareProfile("80g", 74.0, 60.0, judge_fraction=0.2, card_gib=79.2),
+        HardwareProfile("96g", 90.0, 60.0, judge_fraction=0.12, card_gib=93.0),
+        HardwareProfile("141g", 130.0, 60.0, judge_fraction=0.12, card_gib=139.8),
     )
 }
 
@@ -139,6 +147,8 @@ class ProbeReport:
     refusals: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     attention: str = FLASH_ATTENTION
+    # The memory plan of the chosen profile on this GPU (medplay probe --plan writes it alone), when one was made.
+    plan: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -354,18 +364,28 @@ def host_refusals(facts: HostFacts, profile: HardwareProfile, checkpoint_gib: fl
     return refusals
 
 
+def chosen_profile(facts: HostFacts, requested_profile: str | None = None) -> str | None:
+    """The requested profile, else the one the first GPU's VRAM fits (cpu-smoke without a GPU)."""
+    return requested_profile or profile_for_vram(facts.gpus[0].total_vram_gib if facts.gpus else None)
+
+
 def assess(
     facts: HostFacts,
     requested_profile: str | None = None,
     checkpoint_gib: float | None = None,
     attention: str = FLASH_ATTENTION,
+    plan: MemoryPlan | None = None,
 ) -> ProbeReport:
-    """Choose the profile (the requested one, or the one the VRAM fits) and list every reason it cannot run."""
+    """Choose the profile (the requested one, or the one the VRAM fits) and list every reason it cannot run.
+
+    `plan` is the chosen profile's memory plan on this GPU: when it does not fit, each phase over the bar is a
+    refusal naming the knob to change.
+    """
     vram = facts.gpus[0].total_vram_gib if facts.gpus else None
     notes = []
     if not facts.gpus:
         notes.append("No GPU found (no nvidia-smi and torch sees no CUDA device): profile cpu-smoke runs on CPU.")
-    chosen = requested_profile or profile_for_vram(vram)
+    chosen = chosen_profile(facts, requested_profile)
     if chosen is None:
         smallest = min((p for p in PROFILES.values() if p.needs_gpu), key=lambda p: p.min_vram_gib)
         return ProbeReport(
@@ -397,7 +417,21 @@ def assess(
         judge_note, judge_refusal = judge_fit(profile, facts.gpus[0].total_vram_gib)
         notes.append(judge_note)
         refusals += judge_refusal
-    return ProbeReport(facts, chosen, "requested" if requested_profile else "auto", size, refusals, notes, attention)
+    if plan is not None and profile.needs_gpu:
+        notes.append(plan_summary(chosen, plan))
+        refusals += [f"profile {chosen} does not fit this GPU: {line}" for line in plan.to_json_dict()["advice"]]
+    source = "requested" if requested_profile else "auto"
+    report_plan = plan.to_json_dict() if plan is not None else None
+    return ProbeReport(facts, chosen, source, size, refusals, notes, attention, report_plan)
+
+
+def plan_summary(profile: str, plan: MemoryPlan) -> str:
+    """One line: the busiest phase of the profile's memory plan and its share of the card."""
+    verdict = "fits" if plan.fits else "does not fit"
+    return (
+        f"Memory plan (profile {profile}): busiest phase {plan.peak.name} at {plan.peak.peak_gib:.1f} GiB = "
+        f"{100 * plan.peak_fraction:.0f} % of {plan.vram_gib:.1f} GiB; {verdict} under {100 * plan.bar:.0f} %."
+    )
 
 
 def judge_fit(profile: HardwareProfile, vram_gib: float) -> tuple[str, list[str]]:
@@ -411,11 +445,14 @@ def judge_fit(profile: HardwareProfile, vram_gib: float) -> tuple[str, list[str]
     share, kv_gib, requests = profile.judge_budget(vram_gib)
     note = (
         f"Judge (MedGemma 4B, vLLM): {profile.judge_fraction:g} x {vram_gib:.1f} GiB = {share:.1f} GiB for "
-        f"{JUDGE_WEIGHTS_GIB:g} GiB of weights, {JUDGE_OVERHEAD_GIB:g} GiB of activations and {kv_gib:.1f} GiB "
+        f"{MEDGEMMA_4B.weights_gib(profile.judge_quantization):.1f} GiB of weights, {JUDGE_OVERHEAD_GIB:g} GiB of "
+        f"activations and {kv_gib:.1f} GiB "
         f"of KV cache (~{requests} judge requests at once)."
     )
     if requests < 1:
-        return note, [f"profile {profile.name}'s judge share ({share:.1f} GiB) cannot hold the judge model; {alternatives}"]
+        return note, [
+            f"profile {profile.name}'s judge share ({share:.1f} GiB) cannot hold the judge model; {alternatives}"
+        ]
     return note, []
 
 

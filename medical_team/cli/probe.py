@@ -1,6 +1,8 @@
 """`medplay probe`: measure the host, choose the hardware profile, print a table and write probe.json.
 
-Exit status: 0 when the host can train the chosen profile, 3 when it cannot (each reason printed), 2 for usage errors.
+`medplay probe --plan [profile=NAME] [overrides]` writes only the memory plan of the composed config (plan.json).
+Exit status: 0 when the host can train the chosen profile (the plan fits), 3 when it cannot (each reason printed),
+2 for usage errors.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from medical_team.memory_plan import MemoryPlan
     from medical_team.probe import PackageFacts, ProbeReport
 
 REFUSED = 3
@@ -70,14 +73,98 @@ def render(report: ProbeReport) -> Table:
     return table
 
 
+def requested_profile(args: argparse.Namespace) -> str | None:
+    """The profile named by a `profile=NAME` override, else by --profile."""
+    named = [item.split("=", 1)[1] for item in args.overrides if item.split("=", 1)[0].lstrip("+") == "profile"]
+    return named[-1] if named else args.profile
+
+
+def compose_plan(profile: str, overrides: list[str], vram_gib: float) -> MemoryPlan:
+    """The memory plan of the config `medplay train profile=PROFILE OVERRIDES` would use, on a card of `vram_gib`."""
+    from omegaconf import OmegaConf
+
+    from medical_team.memory_plan import memory_plan, plan_inputs
+    from medical_team.verl_ext.launch import compose_config
+
+    others = [item for item in overrides if item.split("=", 1)[0].lstrip("+") != "profile"]
+    config = compose_config([f"profile={profile}", *others])
+    return memory_plan(plan_inputs(OmegaConf.to_container(config, resolve=True)), vram_gib)
+
+
+def render_plan(profile: str, plan: MemoryPlan) -> Table:
+    """Every phase's peak and its three largest terms."""
+    from rich.table import Table
+
+    table = Table(title=f"medplay memory plan: profile {profile} on {plan.vram_gib:.1f} GiB", header_style="bold")
+    for column in ("phase", "peak GiB", "share", "largest terms (GiB)"):
+        table.add_column(column)
+    for phase in plan.phases:
+        terms = sorted(phase.terms.items(), key=lambda item: -item[1])[:3]
+        table.add_row(
+            phase.name,
+            f"{phase.peak_gib:.1f}",
+            f"{100 * phase.peak_gib / plan.vram_gib:.0f} %",
+            ", ".join(f"{name} {gib:.1f}" for name, gib in terms),
+        )
+    return table
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    """`--plan`: compose the config, plan its memory on this GPU (or the profile's card) and write plan.json."""
+    from rich.console import Console
+
+    from medical_team.errors import UserInputError
+    from medical_team.probe import PROFILES, nvidia_smi_facts, profile_for_vram
+
+    _, _, gpus = nvidia_smi_facts()
+    vram, source = args.vram_gib, "--vram-gib"
+    if vram is None and gpus:
+        vram, source = gpus[0].total_vram_gib, f"GPU 0 ({gpus[0].name})"
+    profile = requested_profile(args) or (profile_for_vram(vram) if vram else None)
+    if profile is None or profile not in PROFILES or not PROFILES[profile].needs_gpu:
+        gpu_profiles = ", ".join(name for name, item in PROFILES.items() if item.needs_gpu)
+        raise UserInputError(
+            f"the plan is for a GPU profile: name one with profile=NAME ({gpu_profiles})", field="profile"
+        )
+    if vram is None:
+        vram, source = PROFILES[profile].card_gib, f"profile {profile}'s card"
+    plan = compose_plan(profile, args.overrides, vram)
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)
+    console.print(render_plan(profile, plan))
+    for line in [*plan.notes, *plan.to_json_dict()["advice"]]:
+        console.print(line, soft_wrap=True, highlight=False)
+    output = Path(args.output or "plan.json")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    report = {"profile": profile, "overrides": args.overrides, "vram_source": source, **plan.to_json_dict()}
+    output.write_text(json.dumps(report, indent=2) + "\n")
+    verdict = "fits" if plan.fits else "does NOT fit"
+    console.print(
+        f"profile {profile} {verdict}: peak {plan.peak.peak_gib:.1f} GiB in {plan.peak.name} = "
+        f"{100 * plan.peak_fraction:.1f} % of {vram:.1f} GiB (bar {100 * plan.bar:.0f} %); plan written to {output}",
+        soft_wrap=True,
+        highlight=False,
+    )
+    return 0 if plan.fits else REFUSED
+
+
 def run(args: argparse.Namespace) -> int:
     """Probe the host, print the table and the verdict, write the JSON report."""
     from rich.console import Console
 
-    from medical_team.probe import assess, collect_facts
+    from medical_team.probe import PROFILES, assess, chosen_profile, collect_facts
 
+    if args.plan:
+        return run_plan(args)
     checkpoints = Path(args.checkpoints or os.environ.get("MEDPLAY_CHECKPOINTS") or ".")
-    report = assess(collect_facts(checkpoints), args.profile, args.checkpoint_gib, args.attention)
+    facts = collect_facts(checkpoints)
+    requested = requested_profile(args)
+    chosen = chosen_profile(facts, requested)
+    plan = None
+    if facts.gpus and chosen in PROFILES and PROFILES[chosen].needs_gpu:
+        plan = compose_plan(chosen, args.overrides, args.vram_gib or facts.gpus[0].total_vram_gib)
+    report = assess(facts, requested, args.checkpoint_gib, args.attention, plan)
     console = Console()
     if not console.is_terminal:
         console = Console(width=160)  # logs and pipes: one line per row
@@ -87,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(note, soft_wrap=True)
     for reason in report.refusals:
         console.print(f"[red]cannot train:[/red] {reason}", highlight=False, soft_wrap=True)
-    output = Path(args.output)
+    output = Path(args.output or "probe.json")
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(report.to_json_dict(), indent=2) + "\n")
     console.print(f"profile: {report.profile}; report written to {output}", soft_wrap=True)
@@ -99,8 +186,19 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     from medical_team.probe import FLASH_ATTENTION, PROFILES
 
     parser = subparsers.add_parser("probe", help="check the GPU, driver, disk and memory; choose a hardware profile")
-    parser.add_argument("--output", default="probe.json", help="where to write the JSON report (default: probe.json)")
+    parser.add_argument("--output", help="where to write the JSON report (default: probe.json; with --plan: plan.json)")
     parser.add_argument("--profile", choices=sorted(PROFILES), help="use this profile instead of the one the VRAM fits")
+    parser.add_argument(
+        "--plan",
+        action="store_true",
+        help="write only the memory plan of the composed config (profile=NAME and overrides, as `medplay train`): "
+        "each phase's peak GPU memory, the share of the card and whether it stays under 90 %%",
+    )
+    parser.add_argument(
+        "--vram-gib",
+        type=float,
+        help="plan for a card of this many GiB (default: GPU 0's; without a GPU, the profile's smallest card)",
+    )
     parser.add_argument(
         "--checkpoints",
         help="checkpoints folder whose free disk is checked (default: $MEDPLAY_CHECKPOINTS, the image's volume; else .)",
@@ -114,5 +212,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default=FLASH_ATTENTION,
         help="the attention the run uses (actor_rollout_ref.model.override_config.attn_implementation); "
         f"default {FLASH_ATTENTION}, the only one that needs flash-attn (sdpa, eager: none)",
+    )
+    parser.add_argument(
+        "overrides", nargs="*", metavar="OVERRIDE", help="profile=NAME and Hydra overrides (key=value) for the plan"
     )
     parser.set_defaults(run=run)
