@@ -74,8 +74,8 @@ class HardwareProfile:
 # Named after the card's nominal size; thresholds sit below it because drivers report a little less
 # (an 80 GB H100 shows about 79.2 GiB). Every GPU profile trains Qwen3-4B (4.0 B parameters) and saves
 # [model, optimizer, extra, hf_model]: fp32 weights (4 B/parameter, 14.9 GiB), HF weights (at most the
-# same again), and for full fine-tuning (96g and up) the AdamW moments (8 B/parameter, 29.8 GiB); LoRA
-# optimizer state is well under 1 GiB. Rounded up. The judge's share beside the policy is each profile's
+# same again), and for full fine-tuning the AdamW moments (8 B/parameter, 29.8 GiB); LoRA optimizer state is
+# well under 1 GiB. Rounded up; 80g keeps room for full fine-tuning (lora_rank=0 with a judge elsewhere). The judge's share beside the policy is each profile's
 # medplay.judge.serve.gpu_memory_utilization, its quantization the profile's judge `--quantization`
 # (tests/verl_ext/test_configs.py keeps them equal). card_gib: L4 / A10, L40S, H100 80GB, H100 NVL, H200.
 PROFILES: dict[str, HardwareProfile] = {

@@ -96,6 +96,12 @@ def test_lora_adapters_are_counted_per_linear_layer():
     assert QWEN3_4B.lora_params(8, ["q_proj", "v_proj"]) == 8 * 36 * (6656 + 3584)
 
 
+def test_fixed_micro_batches_count_rows_times_the_longest_sequence():
+    smoke = plan_inputs(composed(["profile=cpu-smoke"]))
+    assert smoke.ppo_tokens == smoke.log_prob_tokens == smoke.ref_tokens == 4 * (1280 + 48)
+    assert smoke.judge is None and smoke.judge_share == 0
+
+
 def inputs(**changes):
     """Plan inputs of profile 80g at the shared run's settings (full logits, no padding removal), changed."""
     base = plan_inputs(composed(RUN2_OVERRIDES))
