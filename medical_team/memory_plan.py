@@ -364,6 +364,7 @@ class MemoryPlan:
 
 
 def _gib(count: float, bytes_each: float) -> float:
+    """GiB of `count` values of `bytes_each` bytes."""
     return count * bytes_each / GIB
 
 
