@@ -1,7 +1,8 @@
 """Evaluations of several checkpoints on the same benchmark notes, side by side, with paired statistics.
 
 `medplay compare --eval NAME=DIR ...` reads each `DIR/eval.json` (written by `medplay eval`), scores
-every note again against the benchmark's ground truth and writes `compare.json` and `compare.md`:
+every note again against the benchmark's ground truth and writes `compare.json` and `compare.md`
+(`--stem` names them otherwise):
 per evaluation the flag and error-sentence accuracy with 95 % Wilson intervals, the format violation
 rate and the verdict confusion matrix; per pair of evaluations (each against the one before it and
 against the first) exact McNemar p-values on the notes one got right and the other wrong.
@@ -24,8 +25,7 @@ from medical_team.evaluate.predictions import NotePrediction
 from medical_team.evaluate.scoring import flag_correct, sentence_correct
 
 EVAL_JSON = "eval.json"
-COMPARE_JSON = "compare.json"
-COMPARE_MD = "compare.md"
+DEFAULT_STEM = "compare"
 Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile
 VERDICTS = ("ERROR", "NO_ERROR", "unreadable")
 
@@ -189,10 +189,10 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_comparison(result: dict[str, Any], output: Path) -> tuple[Path, Path]:
-    """Write compare.json and compare.md into `output`."""
+def write_comparison(result: dict[str, Any], output: Path, stem: str = DEFAULT_STEM) -> tuple[Path, Path]:
+    """Write `<stem>.json` and `<stem>.md` into `output`."""
     output.mkdir(parents=True, exist_ok=True)
-    json_path, md_path = output / COMPARE_JSON, output / COMPARE_MD
+    json_path, md_path = output / f"{stem}.json", output / f"{stem}.md"
     json_path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     md_path.write_text(markdown(result), encoding="utf-8")
     return json_path, md_path
