@@ -1,19 +1,33 @@
-"""REINFORCE++ with advantages whitened separately per role, registered as a verl advantage estimator.
+"""REINFORCE++ with advantages computed separately per role, registered as a verl advantage estimator.
 
-Select it with `algorithm.adv_estimator=reinforce_plus_plus_per_role`. Returns are verl's own
-REINFORCE++ returns (discounted sums of token-level rewards, which include the KL penalty when
-`algorithm.use_kl_in_reward=true`); whitening runs once per role because the attacker's and the
-assessor's reward distributions differ. verl copies advantages across a trajectory's outputs only
-for GRPO (`trainer/ppo/v1/utils.py`), so each row keeps the advantage computed here.
+Select it with `algorithm.adv_estimator=reinforce_plus_plus_per_role`. A row's uid is
+`<seed uid>_<role>` (roles.py), and verl gives the k games of one seed row
+(`actor_rollout_ref.rollout.n = k`) the same seed uid, so rows with equal uids are one seed's group
+for one role: roles never share a baseline. Per role:
+
+- rows in groups (k >= 2): verl's own `reinforce_plus_plus_baseline` (the group's mean reward is
+  subtracted, then whitened over the role's rows). A group that cannot tell its samples apart (one
+  sample left after dropped ties, or k equal rewards, e.g. one constant verdict on a vanilla seed)
+  gets zero advantage and stays out of the whitening statistics: it has no comparison to teach.
+- one sample per game (k = 1): verl's REINFORCE++ returns (discounted sums of token-level rewards,
+  which include the KL penalty when `algorithm.use_kl_in_reward=true`), whitened over the role's rows.
+
+verl copies advantages across a trajectory's outputs only for GRPO (`trainer/ppo/v1/utils.py`), so
+each row keeps the advantage computed here.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 import numpy as np
 import torch
-from verl.trainer.ppo.core_algos import compute_reinforce_plus_plus_outcome_advantage, register_adv_est
+from verl.trainer.ppo.core_algos import (
+    compute_reinforce_plus_plus_baseline_outcome_advantage,
+    compute_reinforce_plus_plus_outcome_advantage,
+    register_adv_est,
+)
 
 from medical_team.verl_ext.roles import roles_of
 
@@ -28,6 +42,34 @@ def role_groups(index: np.ndarray | list[str]) -> dict[str, torch.Tensor]:
     return {name: torch.tensor(rows, dtype=torch.long) for name, rows in groups.items()}
 
 
+def informative_rows(scores: torch.Tensor, uids: np.ndarray) -> torch.Tensor:
+    """Rows whose seed group holds at least two samples with different rewards (a mask over `scores`)."""
+    members: dict[str, list[int]] = defaultdict(list)
+    for row, uid in enumerate(uids):
+        members[str(uid)].append(row)
+    keep = torch.zeros(len(uids), dtype=torch.bool)
+    for rows in members.values():
+        if len(rows) > 1 and bool(scores[rows].max() > scores[rows].min()):
+            keep[rows] = True
+    return keep
+
+
+def _grouped(uids: np.ndarray) -> bool:
+    """Whether any seed plays more than one game in these rows (rollout.n > 1)."""
+    return len(set(map(str, uids))) < len(uids)
+
+
+def _group_baseline(rewards: torch.Tensor, mask: torch.Tensor, uids: np.ndarray) -> torch.Tensor:
+    """verl's REINFORCE++-baseline on the rows of informative groups; zero on the others."""
+    advantages = torch.zeros_like(rewards)
+    keep = informative_rows(rewards.sum(dim=-1), uids)
+    if mask[keep].sum() >= 2:
+        advantages[keep], _ = compute_reinforce_plus_plus_baseline_outcome_advantage(
+            rewards[keep], mask[keep], index=uids[keep.numpy()]
+        )
+    return advantages
+
+
 @register_adv_est(PER_ROLE_ESTIMATOR)
 def compute_per_role_reinforce_plus_plus(
     token_level_rewards: torch.Tensor,
@@ -36,22 +78,28 @@ def compute_per_role_reinforce_plus_plus(
     index: np.ndarray | None = None,
     **_: Any,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(advantages, returns), both (batch, response_length): verl's REINFORCE++ run on each role's rows.
+    """(advantages, returns), both (batch, response_length): per role, group baselines or REINFORCE++.
 
-    A group with fewer than two response tokens cannot be whitened and gets zero advantages
-    (verl's padding rows, whose response mask is zero, are such a group).
+    A role with fewer than two response tokens gets zero advantages (verl's padding rows, whose
+    response mask is zero, are such a group). With group baselines the returns are the advantages,
+    as in verl's estimator.
     """
     if config is None:
         raise ValueError(f"{PER_ROLE_ESTIMATOR} needs the algorithm config (for gamma)")
     if index is None:
         raise ValueError(f"{PER_ROLE_ESTIMATOR} needs the rows' uids (verl passes them as `index`)")
+    uids = np.asarray(index, dtype=object)
     advantages = torch.zeros_like(token_level_rewards)
     returns = torch.zeros_like(token_level_rewards)
-    for rows in role_groups(index).values():
+    for rows in role_groups(uids).values():
         mask = response_mask[rows]
         if mask.sum() < 2:
             continue
-        adv, ret = compute_reinforce_plus_plus_outcome_advantage(token_level_rewards[rows], mask, config=config)
+        rewards, role_uids = token_level_rewards[rows], uids[rows.numpy()]
+        if _grouped(role_uids):
+            adv = ret = _group_baseline(rewards, mask, role_uids)
+        else:
+            adv, ret = compute_reinforce_plus_plus_outcome_advantage(rewards, mask, config=config)
         advantages[rows] = adv
         returns[rows] = ret
     return advantages, returns

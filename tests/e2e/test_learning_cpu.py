@@ -1,12 +1,12 @@
-"""End to end: the real trainer learns a reward. Each role's probe behaviour rises in one run; the inverted control lowers both.
+"""End to end: the real trainer learns a reward through group baselines; the inverted control unlearns it.
 
     .venv/bin/python -m pytest -q -m e2e tests/e2e/test_learning_cpu.py
 
 `medplay train profile=cpu-smoke` runs twice, side by side, with `medplay.learning_probe` on (docs/game.md,
 "Learning probe"): the assessor is rewarded for an even first token id, the attacker for a first
 token id in the lower half of the vocabulary, each through the game's own reward path (agent loop,
-per-role whitening, actor update, weight sync to vLLM). The behaviour rates are read from each
-step's rollout (`probe/<role>/behaviour_rate` in metrics.jsonl), so they only move when the
+two games per seed row, per-seed group baselines per role, actor update, weight sync to vLLM). The
+behaviour rates are read from each step's rollout (`probe/<role>/behaviour_rate` in metrics.jsonl), so they only move when the
 updated weights reach the rollout. A sign error, a reward landing on the other role's row, or a
 role whose rows get no advantage keeps a rate from rising; the control run, rewarding the
 opposite, shows the movement follows the reward and not a drift of the model.
@@ -37,9 +37,11 @@ MARGIN = 0.15
 START_TOLERANCE = 0.35  # the first steps' rate is a noisy estimate (about 24 attacker turns)
 PROBE_OVERRIDES = (
     "medplay.learning_probe.enabled=true",
-    # 16 games a step (about 8 of them adversarial, so about 8 attacker turns and 16 assessor turns).
-    "data.train_batch_size=16",
-    "actor_rollout_ref.actor.ppo_mini_batch_size=16",
+    # 16 games a step in groups: 8 seed rows, two games each (about 8 attacker turns and 16 assessor turns),
+    # so the advantages are the per-seed group baselines (docs/game.md, "Advantages").
+    "data.train_batch_size=8",
+    "actor_rollout_ref.rollout.n=2",
+    "actor_rollout_ref.actor.ppo_mini_batch_size=8",
     "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16",
     "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=16",
     "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=16",

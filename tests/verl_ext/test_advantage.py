@@ -122,3 +122,57 @@ def test_rows_must_carry_uids() -> None:
             response_mask=data.batch["response_mask"],
             config=algo_config(),
         )
+
+
+# --- groups: k games per seed row (actor_rollout_ref.rollout.n = k) ---------------------------------
+
+
+def grouped_batch(groups: list[tuple[str, Role, list[float]]]) -> DataProto:
+    """Rows of seed groups: (seed uid, role, the k rewards), lengths cycling so whitening is token-weighted."""
+    rows = [(seed, role, reward) for seed, role, rewards in groups for reward in rewards]
+    data = batch([r for _, _, r in rows], [role for _, role, _ in rows], [2 + i % 5 for i in range(len(rows))])
+    data.non_tensor_batch["uid"] = np.array([role_uid(seed, role) for seed, role, _ in rows], dtype=object)
+    data.batch["token_level_rewards"] = data.batch["token_level_scores"]
+    return data
+
+
+def advantages_of(data: DataProto) -> torch.Tensor:
+    return compute_advantage(data, adv_estimator=PER_ROLE_ESTIMATOR, config=algo_config()).batch["advantages"]
+
+
+def test_single_role_groups_equal_verls_reinforce_plus_plus_baseline() -> None:
+    data = grouped_batch([("s0", Role.ASSESSOR, [2.0, -2.0, 0.0]), ("s1", Role.ASSESSOR, [1.0, 2.0, -1.0, 0.5])])
+    expected, _ = core_algos.compute_reinforce_plus_plus_baseline_outcome_advantage(
+        data.batch["token_level_rewards"], data.batch["response_mask"], index=data.non_tensor_batch["uid"]
+    )
+    torch.testing.assert_close(advantages_of(data), expected)
+
+
+def test_a_group_with_equal_rewards_gets_zero_advantage() -> None:
+    data = grouped_batch([("flat", Role.ASSESSOR, [-2.0, -2.0, -2.0]), ("s1", Role.ASSESSOR, [2.0, -2.0, 2.0])])
+    adv, mask = advantages_of(data), data.batch["response_mask"]
+    assert torch.count_nonzero(adv[:3]) == 0
+    assert torch.count_nonzero(adv[3:] * mask[3:]) == int(mask[3:].sum())
+    # the flat group stays out of the whitening: the other group's advantages are verl's on its rows alone
+    alone, _ = core_algos.compute_reinforce_plus_plus_baseline_outcome_advantage(
+        data.batch["token_level_rewards"][3:], mask[3:], index=data.non_tensor_batch["uid"][3:]
+    )
+    torch.testing.assert_close(adv[3:], alone)
+
+
+def test_a_sample_left_alone_in_its_group_gets_zero_advantage() -> None:
+    data = grouped_batch([("tie", Role.ASSESSOR, [2.0]), ("s1", Role.ASSESSOR, [2.0, -2.0])])
+    assert torch.count_nonzero(advantages_of(data)[0]) == 0
+
+
+def test_roles_never_share_a_baseline() -> None:
+    # One seed, two games: the attacker's rewards differ, the assessor's are equal. A baseline shared by
+    # the roles (mean 1.0 over all four rows) would give the assessor rows advantages.
+    data = grouped_batch([("s0", Role.ATTACKER, [2.5, -0.5]), ("s0", Role.ASSESSOR, [1.0, 1.0])])
+    adv = advantages_of(data)
+    assert torch.count_nonzero(adv[2:]) == 0
+    alone, _ = core_algos.compute_reinforce_plus_plus_baseline_outcome_advantage(
+        data.batch["token_level_rewards"][:2], data.batch["response_mask"][:2], index=data.non_tensor_batch["uid"][:2]
+    )
+    torch.testing.assert_close(adv[:2], alone)
+    assert adv[0].sum() > 0 > adv[1].sum()

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The learning ladder: from one base model, SFT -> eval -> RL on ground truth (assessor only, vanilla games,
+# groups) -> eval -> self-play from the same SFT weights (joint, groups) -> eval. Every eval is greedy on the same
+# benchmark notes; `medplay compare` writes ladder.json and ladder.md (Wilson intervals, McNemar p-values) and
+# `medplay report` the training curves of both RL rungs. docs/results/ladder-cpu.md is its cpu run.
+#
+# Run from the repository root after `make env`:
+#   scripts/learning_ladder.sh SCALE [PART...]
+#   SCALE  tiny: the tiny random model and tiny sizes, a few minutes (tests/e2e/test_learning_ladder.py runs it)
+#          cpu:  SmolLM2-135M on 2 CPU cores (about 90 minutes on an idle machine)
+#          gpu:  SmolLM2-135M on one GPU: the whole 597-note benchmark, a full SFT epoch, 256 games a step
+#   PART   prepare sft eval-sft rl eval-rl selfplay eval-selfplay compare (default: all of them, in order).
+#          A part stops by itself after PART_TIMEOUT_S seconds (gpu: 480; 0 = no limit) and saves; running the
+#          same part again resumes it (verl resumes from the last checkpoint). scripts/gpu_kit.sh runs one part a call.
+# Output: $LADDER_DIR (default build/ladder-SCALE): ladder.json, ladder.md, report-rl/, report-selfplay/, logs/,
+#         times.tsv (seconds per part) and each rung's run and eval folders.
+set -euo pipefail
+usage="usage: scripts/learning_ladder.sh tiny|cpu|gpu [prepare|sft|eval-sft|rl|eval-rl|selfplay|eval-selfplay|compare ...]"
+scale=${1:?$usage}
+shift
+parts=("$@")
+[ ${#parts[@]} -gt 0 ] || parts=(prepare sft eval-sft rl eval-rl selfplay eval-selfplay compare)
+work=$(realpath -m "${LADDER_DIR:-build/ladder-$scale}")  # absolute: the runs change directory
+medplay=${MEDPLAY:-.venv/bin/medplay}
+export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
+
+# Sizes per scale. RL rungs: ROWS seed rows a step x GROUP games each; both rungs run the same steps and rate.
+case $scale in
+  tiny)
+    profile=cpu-smoke model=$work/sft-run/tiny-qwen3 prepare_model=false part_timeout=0
+    sft=(sft.trainer.total_training_steps=2 sft.data.train_max_samples=16 sft.data.val_max_samples=8 sft.trainer.test_freq=2)
+    notes=4 eval_tokens=8 eval_backend=transformers
+    rows=2 group=2 steps=2 response=16 lr=1e-3
+    run=(trainer.save_freq=1)
+    ;;
+  cpu)
+    profile=cpu-smoke model=$work/models/smollm2-135m prepare_model=true part_timeout=0
+    sft=(sft.optim.lr=5e-5 sft.optim.lr_warmup_steps_ratio=0.1 sft.trainer.total_training_steps=30
+         sft.data.train_batch_size=4 sft.trainer.test_freq=-1)
+    notes=40 eval_tokens=256 eval_backend=vllm
+    rows=2 group=4 steps=${RL_STEPS:-8} response=256 lr=1e-5
+    run=(data.max_prompt_length=1536 trainer.save_freq=1
+         actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes=1073741824
+         "ray_kwargs.ray_init.runtime_env.env_vars.OMP_NUM_THREADS=\"$OMP_NUM_THREADS\"")
+    ;;
+  gpu)
+    profile=80g model=$work/models/smollm2-135m prepare_model=true part_timeout=480
+    # A 135 M model trains in full on any GPU profile's card: no LoRA, fp32 weights (80g is LoRA over a bf16 base).
+    full=(actor_rollout_ref.model.lora_rank=0 actor_rollout_ref.actor.fsdp_config.model_dtype=fp32)
+    sft=("${full[@]}" sft.optim.lr=5e-5 sft.optim.lr_warmup_steps_ratio=0.1 sft.trainer.total_epochs=1
+         sft.trainer.test_freq=-1)
+    notes=all eval_tokens=512 eval_backend=vllm
+    rows=32 group=8 steps=${RL_STEPS:-30} response=512 lr=1e-5
+    run=("${full[@]}" trainer.save_freq=5 data.max_prompt_length=2048)
+    ;;
+  *) echo "$usage" >&2; exit 2 ;;
+esac
+part_timeout=${PART_TIMEOUT_S:-$part_timeout}
+build_tiny=false
+[ "$scale" != tiny ] || build_tiny=true
+sft_model=$work/sft-run/sft/model
+
+mkdir -p "$work/logs"
+timed() {  # timed NAME COMMAND...: one part, its output in logs/NAME.log, its seconds in times.tsv
+  local name=$1 start=$SECONDS code=0
+  shift
+  echo "== $name"
+  if [ "$part_timeout" -gt 0 ]; then
+    timeout -k 60 "$part_timeout" "$@" >"$work/logs/$name.log" 2>&1 || code=$?
+  else
+    "$@" >"$work/logs/$name.log" 2>&1 || code=$?
+  fi
+  printf '%s\t%s\t%s\n' "$name" "$((SECONDS - start))" "$code" | tee -a "$work/times.tsv"
+  if [ "$code" -ne 0 ]; then
+    echo "$name: exit $code; its log: $work/logs/$name.log (a part stopped at its time limit resumes when run again)" >&2
+    tail -20 "$work/logs/$name.log" >&2
+    exit "$code"
+  fi
+}
+evaluate() {  # evaluate RUNG MODEL: greedy on the ladder's fixed notes
+  local limit=()
+  [ "$notes" = all ] || limit=(--limit "$notes")
+  timed "eval-$1" "$medplay" eval --model "$2" --output "$work/eval-$1" "${limit[@]}" \
+    --max-new-tokens "$eval_tokens" --backend "$eval_backend"
+}
+rl() {  # rl RUNG OVERRIDES...: groups of $group games per seed row from the SFT weights
+  local rung=$1
+  shift
+  timed "$rung" "$medplay" train profile="$profile" medplay.output_dir="$work/$rung" medplay.data_dir="$work/data" \
+    medplay.model.path="$sft_model" medplay.model.build_tiny=false medplay.judge.backend=rules \
+    medplay.stop_grace_s=60 data.train_batch_size="$rows" actor_rollout_ref.rollout.n="$group" \
+    actor_rollout_ref.actor.ppo_mini_batch_size="$rows" data.max_response_length="$response" \
+    actor_rollout_ref.actor.optim.lr="$lr" trainer.total_training_steps="$steps" trainer.val_before_train=false \
+    "${run[@]}" "$@"
+}
+
+for part in "${parts[@]}"; do
+  case $part in
+    prepare)
+      if $prepare_model && [ ! -f "$model/config.json" ]; then
+        timed prepare-model "$medplay" model prepare smollm2-135m --output "$model"
+      fi
+      timed convert "$medplay" convert --output "$work/data"
+      ;;
+    sft)
+      timed sft "$medplay" sft profile="$profile" medplay.output_dir="$work/sft-run" medplay.data_dir="$work/data" \
+        medplay.model.path="$model" medplay.model.build_tiny="$build_tiny" "${sft[@]}"
+      ;;
+    eval-sft) evaluate sft "$sft_model" ;;
+    rl) rl rl medplay.training_mode=assessor medplay.adversarial_games=false ;;
+    eval-rl) evaluate rl "$work/rl/checkpoints" ;;
+    selfplay) rl selfplay medplay.training_mode=joint medplay.adversarial_games=true ;;
+    eval-selfplay) evaluate selfplay "$work/selfplay/checkpoints" ;;
+    compare)
+      timed compare "$medplay" compare --eval sft="$work/eval-sft" --eval rl="$work/eval-rl" \
+        --eval selfplay="$work/eval-selfplay" --output "$work" --stem ladder
+      for rung in rl selfplay; do
+        timed "report-$rung" "$medplay" report --metrics "$work/$rung/checkpoints/metrics.jsonl" \
+          --output "$work/report-$rung"
+      done
+      cat "$work/ladder.md"
+      ;;
+    *) echo "$usage" >&2; exit 2 ;;
+  esac
+done

@@ -1,0 +1,72 @@
+"""End to end: `scripts/learning_ladder.sh tiny` runs every rung of the learning ladder with the tiny model.
+
+    .venv/bin/python -m pytest -q -m e2e tests/e2e/test_learning_ladder.py
+
+The same parts as the cpu and gpu scales (SFT, three greedy evals on the same notes, RL on ground truth
+with groups, self-play with groups, `medplay compare`, `medplay report`), at sizes that only check the
+plumbing, so a GPU run cannot fail on a typo. What the rungs learn is docs/results/ladder-cpu.md's job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cpu_smoke import TRAIN_TIMEOUT_S
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+PARTS = ("convert", "sft", "eval-sft", "rl", "eval-rl", "selfplay", "eval-selfplay", "compare")
+
+
+@pytest.fixture(scope="module")
+def ladder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("ladder")
+    env = {**os.environ, "LADDER_DIR": str(work), "MEDPLAY": str(Path(sys.executable).with_name("medplay"))}
+    result = subprocess.run(
+        [str(REPO / "scripts/learning_ladder.sh"), "tiny"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3 * TRAIN_TIMEOUT_S,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return work
+
+
+def test_every_part_ran_and_was_timed(ladder: Path) -> None:
+    times = [line.split("\t") for line in (ladder / "times.tsv").read_text().splitlines()]
+    assert [name for name, _, _ in times if not name.startswith("report-")] == list(PARTS)
+    assert all(code == "0" for _, _, code in times)
+
+
+def test_the_ladder_compares_three_rungs_on_the_same_notes(ladder: Path) -> None:
+    result = json.loads((ladder / "ladder.json").read_text())
+    assert [rung["name"] for rung in result["rungs"]] == ["sft", "rl", "selfplay"]
+    assert {rung["notes"] for rung in result["rungs"]} == {4}
+    assert [(p["first"], p["second"]) for p in result["paired"]] == [
+        ("sft", "rl"),
+        ("rl", "selfplay"),
+        ("sft", "selfplay"),
+    ]
+    assert "| selfplay | 4 |" in (ladder / "ladder.md").read_text()
+
+
+def test_rl_rungs_trained_in_groups(ladder: Path) -> None:
+    for rung in ("rl", "selfplay"):
+        lines = (ladder / rung / "checkpoints" / "metrics.jsonl").read_text().splitlines()
+        steps = {record["step"]: record["data"] for record in map(json.loads, lines)}
+        assert sorted(steps) == [1, 2]
+        for data in steps.values():
+            games = {key.removeprefix("game/count/"): n for key, n in data.items() if key.startswith("game/count/")}
+            assert sum(games.values()) == 4  # two seed rows, two games each
+            adversarial = games["adversarial_harmful"] + games["adversarial_benign"]
+            assert (adversarial > 0) == (rung == "selfplay")  # the ground-truth rung plays vanilla games only
+        assert (ladder / f"report-{rung}" / "report.md").is_file()
