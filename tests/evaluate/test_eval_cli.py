@@ -1,5 +1,6 @@
 """`medplay eval` end to end: a real tiny model on the full benchmark, scores recomputed from its predictions."""
 
+import csv
 import json
 import re
 from statistics import fmean
@@ -116,8 +117,9 @@ def test_limit_writes_the_reference_of_the_scored_notes_only(tiny_model, tmp_pat
     output = tmp_path / "eval"
     argv = ["eval", "--model", str(tiny_model), "--output", str(output), "--max-new-tokens", "2", "--limit", "50"]
     assert main(argv) == 0
-    rows = (output / "reference.csv").read_text(encoding="utf-8").splitlines()[1:]
-    assert [row.split(",")[0] for row in rows] == [n.text_id for n in test_notes[:50]]
+    with (output / "reference.csv").open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))[1:]
+    assert [row[0] for row in rows] == [n.text_id for n in test_notes[:50]]
     result = json.loads((output / "eval.json").read_text())
     script = score(output / "submission.txt", output / "reference.csv")
     assert official_part(result["official"]) == as_eval_json(script)
