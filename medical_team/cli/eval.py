@@ -58,6 +58,7 @@ def run_benchmark(args: argparse.Namespace) -> int:
     from medical_team.evaluate.evaluation import EVAL_JSON, EVAL_MD, evaluate, write_outputs
     from medical_team.evaluate.generation import GenerationSettings, choose_backend, make_generator
     from medical_team.evaluate.model_source import resolve_model
+    from medical_team.evaluate.official import REFERENCE_CSV
     from medical_team.evaluate.submission import SUBMISSION_TXT, submission_note
     from medical_team.evaluate.summary import console_table
 
@@ -77,12 +78,15 @@ def run_benchmark(args: argparse.Namespace) -> int:
     about = {"model": str(args.model), "resolved_model": str(model), "backend": backend, "load_seconds": load_seconds}
     result, responses = evaluate(generator, benchmark, settings, about)
     output = Path(args.output)
-    submission = write_outputs(result, responses, output)
+    submission = write_outputs(result, responses, benchmark.golds, output)
     print(console_table(result))
     print(
         f"format violation rate {result['format_violation_rate']:.3f}; wrote {output / EVAL_JSON} and {output / EVAL_MD}"
     )
     print(submission_note(submission, output / SUBMISSION_TXT))
+    print(
+        f"wrote {output / REFERENCE_CSV}: the reference of these {len(benchmark.golds)} notes for the official script"
+    )
     return 0
 
 
@@ -189,8 +193,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "eval",
         help="score a model as assessor on the MEDEC benchmark, or play a cross-play league of checkpoints",
-        description="--model: write DIR/eval.json, DIR/eval.md, DIR/responses.jsonl and DIR/submission.txt "
-        "(MEDIQA-CORR run format). --crossplay: play the attacker of every checkpoint against the assessor of "
+        description="--model: write DIR/eval.json, DIR/eval.md, DIR/responses.jsonl, DIR/submission.txt "
+        "(MEDIQA-CORR run format) and DIR/reference.csv (its reference for the official script). --crossplay: play the attacker of every checkpoint against the assessor of "
         "every checkpoint (diagonal included) and write DIR/crossplay.json, .md, .png and crossplay_games.jsonl. "
         "Nothing is downloaded.",
     )

@@ -1,15 +1,18 @@
-"""Evaluate a model as assessor on the MEDEC benchmark and write eval.json, eval.md and responses.jsonl."""
+"""Evaluate a model as assessor on the MEDEC benchmark; write eval.json, eval.md, responses.jsonl and the run files."""
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from medical_team.evaluate.baselines import baseline_scores
 from medical_team.evaluate.benchmark import Benchmark
 from medical_team.evaluate.generation import BatchGenerator, GenerationSettings, generate_all
+from medical_team.evaluate.gold import GoldNote
+from medical_team.evaluate.official import REFERENCE_CSV, official_scores_of, write_reference
 from medical_team.evaluate.predictions import NotePrediction, predict_from_response
 from medical_team.evaluate.scoring import score_predictions
 from medical_team.evaluate.submission import SUBMISSION_TXT, SubmissionSummary, write_submission
@@ -18,6 +21,12 @@ from medical_team.evaluate.summary import markdown_summary
 EVAL_JSON = "eval.json"
 EVAL_MD = "eval.md"
 RESPONSES_JSONL = "responses.jsonl"
+# How the two sets of figures in eval.json are defined (docs/evaluation.md has the details).
+DEFINITIONS = {
+    "strict": "medplay's MEDIQA-CORR 2024 scores (top-level keys): an unreadable verdict or a quote matching no "
+    "sentence is wrong on every score; corrections scored with rouge-score's ROUGE-1 F1",
+    "official": "the shared task's published script on submission.txt and reference.csv, quirks included",
+}
 
 
 def evaluate(
@@ -40,15 +49,19 @@ def evaluate(
             "seconds": round(seconds, 3),
             "notes_per_second": round(len(responses) / seconds, 3) if seconds > 0 else None,
         },
+        "definitions": DEFINITIONS,
         **score_predictions(benchmark.golds, predictions),
+        "official": official_scores_of(predictions, benchmark.golds),
         "baselines": baseline_scores(benchmark.golds),
         "predictions": [p.as_json() for p in predictions],
     }
     return result, responses
 
 
-def write_outputs(result: dict[str, Any], responses: list[str], output: Path) -> SubmissionSummary:
-    """Write eval.json, eval.md, one JSON line per response and the MEDIQA-CORR run file into `output`."""
+def write_outputs(
+    result: dict[str, Any], responses: list[str], golds: Sequence[GoldNote], output: Path
+) -> SubmissionSummary:
+    """Write eval.json, eval.md, one JSON line per response, the MEDIQA-CORR run file and its reference into `output`."""
     output.mkdir(parents=True, exist_ok=True)
     (output / EVAL_JSON).write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     (output / EVAL_MD).write_text(markdown_summary(result), encoding="utf-8")
@@ -57,4 +70,5 @@ def write_outputs(result: dict[str, Any], responses: list[str], output: Path) ->
             handle.write(
                 json.dumps({"text_id": prediction["text_id"], "response": response}, ensure_ascii=False) + "\n"
             )
+    write_reference(golds, output / REFERENCE_CSV)
     return write_submission([NotePrediction.from_json(p) for p in result["predictions"]], output / SUBMISSION_TXT)

@@ -12,6 +12,9 @@ HEADINGS = {
     "error_sentence_accuracy": "error-sentence acc.",
     "correction_rouge1_f1": "correction ROUGE-1 F1",
 }
+# The official script's names for the same three scores, in the `official` blocks.
+OFFICIAL_KEYS = ("Error Flags Accuracy", "Error Sentence Detection Accuracy", "R1FC")
+STRICT_LABEL, OFFICIAL_LABEL = "strict", "official script"
 
 
 def _fmt(value: float | None) -> str:
@@ -19,11 +22,20 @@ def _fmt(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
+def _pair(name: str, scores: dict[str, Any]) -> list[tuple[str, ...]]:
+    """Two rows of one entrant: medplay's strict scores, then the official script's."""
+    official = scores["official"]
+    return [
+        (f"{name} ({STRICT_LABEL})", *(_fmt(scores[key]) for key in BASELINE_KEYS)),
+        (f"{name} ({OFFICIAL_LABEL})", *(_fmt(official[key]) for key in OFFICIAL_KEYS)),
+    ]
+
+
 def comparison_rows(result: dict[str, Any]) -> list[tuple[str, ...]]:
-    """(name, score...) rows: the model, then each baseline."""
-    rows = [("model", *(_fmt(result[key]) for key in BASELINE_KEYS))]
+    """(name, score...) rows: the model, then each baseline, each strict and as the official script scores it."""
+    rows = _pair("model", result)
     for name, scores in result["baselines"].items():
-        rows.append((name.replace("_", " "), *(_fmt(scores[key]) for key in BASELINE_KEYS)))
+        rows += _pair(name.replace("_", " "), scores)
     return rows
 
 
@@ -39,7 +51,10 @@ def _intro(result: dict[str, Any]) -> str:
     return (
         f"Model `{result['model']}` ({result['backend']}, greedy, at most {generation['max_new_tokens']} new tokens) "
         f"on `{result['benchmark']}`: {result['notes']} notes ({result['error_notes']} with an error, "
-        f"{result['clean_notes']} clean). Scored with the MEDIQA-CORR 2024 definitions."
+        f"{result['clean_notes']} clean). Scored with the MEDIQA-CORR 2024 definitions twice: *{STRICT_LABEL}* "
+        "(medplay: an unreadable verdict or a quote that matches no sentence is wrong; ROUGE-1 of `rouge-score`) "
+        f"and as the *{OFFICIAL_LABEL}* scores `submission.txt` against `reference.csv` (its `rouge` 1.0.1 "
+        "ROUGE-1 composite, R1FC); docs/evaluation.md says where they differ."
     )
 
 
@@ -47,11 +62,18 @@ def _facts(result: dict[str, Any]) -> list[str]:
     """Bullet points: format violations, verdict counts, error types, corrections."""
     rules = ", ".join(f"{k}: {v}" for k, v in result["format_violations_by_rule"].items()) or "none"
     both = result["correction_rouge1_f1_where_both_corrected"]
+    official = result["official"]
+    counters = official["counters"]
     return [
         f"- Format violation rate: {_fmt(result['format_violation_rate'])} ({rules})",
         f"- Verdicts: {', '.join(f'{k} {v}' for k, v in result['confusion'].items())}",
         f"- Error type named correctly on flagged error notes: {_fmt(result['error_type_accuracy_when_flagged'])}",
         f"- ROUGE-1 F1 where model and reference both correct: {_fmt(both)} ({result['corrections_compared']} notes)",
+        (
+            f"- Official script: R1F subset check {_fmt(official['R1F_subset_check'])}, "
+            f"{counters['total_system_texts']} of {counters['total_texts']} notes answered, "
+            f"{counters['system_provided_correct_na']} matching NA, {official['invalid_lines']} run lines skipped"
+        ),
     ]
 
 

@@ -1,10 +1,12 @@
 """`medplay eval` end to end: a real tiny model on the full benchmark, scores recomputed from its predictions."""
 
+import csv
 import json
 import re
 from statistics import fmean
 
 import pytest
+from mediqa_corr_2024 import as_eval_json, official_part, score
 from rouge_score import rouge_scorer
 
 from medical_team.cli import main
@@ -83,10 +85,20 @@ def test_baselines_are_the_published_figures(full_run):
         assert round(result["baselines"][name]["error_sentence_accuracy"], 3) == sentence
 
 
+def test_official_block_is_the_official_scripts_figures_on_the_written_files(full_run):
+    result = json.loads((full_run / "eval.json").read_text())
+    script = score(full_run / "submission.txt", full_run / "reference.csv")
+    assert official_part(result["official"]) == as_eval_json(script)
+    assert script["counters"]["total_texts"] == 597 and set(result["definitions"]) == {"strict", "official"}
+
+
 def test_summary_page_and_console_show_baselines_beside_the_model(full_run, capsys):
     page = (full_run / "eval.md").read_text()
-    assert "| model |" in page and "| always correct | 0.479 | 0.479 |" in page
-    assert "| always error last sentence | 0.521 | 0.387 |" in page
+    assert "| model (strict) |" in page and "| model (official script) |" in page
+    assert "| always correct (strict) | 0.479 | 0.479 | 0.479 |" in page
+    assert "| always correct (official script) | 0.479 | 0.479 | 0.479 |" in page
+    assert "| always error last sentence (strict) | 0.521 | 0.387 | 0.269 |" in page
+    assert "| always error last sentence (official script) | 0.521 | 0.387 | 0.267 |" in page
     assert "## Per error type" in page and "| diagnosis | 116 |" in page
 
 
@@ -99,6 +111,19 @@ def test_converted_benchmark_parquet_with_limit(tiny_model, tmp_path, test_notes
     assert [p["text_id"] for p in result["predictions"]] == [n.text_id for n in test_notes[:5]]
     for key, value in recompute(result["predictions"], test_notes[:5]).items():
         assert result[key] == pytest.approx(value)
+
+
+def test_limit_writes_the_reference_of_the_scored_notes_only(tiny_model, tmp_path, test_notes):
+    output = tmp_path / "eval"
+    argv = ["eval", "--model", str(tiny_model), "--output", str(output), "--max-new-tokens", "2", "--limit", "50"]
+    assert main(argv) == 0
+    with (output / "reference.csv").open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))[1:]
+    assert [row[0] for row in rows] == [n.text_id for n in test_notes[:50]]
+    result = json.loads((output / "eval.json").read_text())
+    script = score(output / "submission.txt", output / "reference.csv")
+    assert official_part(result["official"]) == as_eval_json(script)
+    assert script["counters"]["total_texts"] == 50
 
 
 def test_verl_checkpoint_folder_with_hf_export_is_accepted(tiny_model, tmp_path):

@@ -53,7 +53,7 @@ def result_dir(test_notes, tmp_path_factory):
         ScriptedAssessor(test_notes), benchmark, settings, {"model": "scripted", "backend": "x"}
     )
     output = tmp_path_factory.mktemp("pipeline")
-    write_outputs(result, responses, output)
+    write_outputs(result, responses, benchmark.golds, output)
     return output
 
 
