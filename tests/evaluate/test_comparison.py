@@ -54,13 +54,10 @@ class GoldAssessor:
 
 def evaluated(generator, folder, notes: int = NOTES):
     """`medplay eval`'s own outputs for a scripted generator on the first `notes` benchmark notes."""
-    result, responses = evaluate(
-        generator,
-        load_benchmark(None).head(notes),
-        GenerationSettings(max_new_tokens=8, batch_size=64),
-        {"model": "scripted", "backend": "x"},
-    )
-    write_outputs(result, responses, folder)
+    benchmark = load_benchmark(None).head(notes)
+    settings = GenerationSettings(max_new_tokens=8, batch_size=64)
+    result, responses = evaluate(generator, benchmark, settings, {"model": "scripted", "backend": "x"})
+    write_outputs(result, responses, benchmark.golds, folder)
     return folder
 
 
