@@ -17,10 +17,21 @@ from pathlib import Path
 
 import pytest
 from cpu_smoke import TRAIN_TIMEOUT_S
+from PIL import Image
+from spec_names import GAME_PLOT_LABELS, MONITOR_PLOT_LABELS
+
+from medical_team.evaluate.metrics_log import read_metrics
 
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
+# What a self-play run logs, so what its report draws: every GAME.md series and collapse monitor, and verl's timers
+# except `reward` (the agent loop scores training games itself) and `testing` (no validation here).
+REPORTED = {
+    **GAME_PLOT_LABELS,
+    **MONITOR_PLOT_LABELS,
+    "step_time": ["step", "gen", "old_log_prob", "ref", "adv", "update_actor", "update_weights", "save_checkpoint"],
+}
 PARTS = ("convert", "sft", "eval-sft", "rl", "eval-rl", "selfplay", "eval-selfplay", "compare")
 
 
@@ -70,3 +81,17 @@ def test_rl_rungs_trained_in_groups(ladder: Path) -> None:
             adversarial = games["adversarial_harmful"] + games["adversarial_benign"]
             assert (adversarial > 0) == (rung == "selfplay")  # the ground-truth rung plays vanilla games only
         assert (ladder / f"report-{rung}" / "report.md").is_file()
+
+
+def test_the_self_play_report_draws_every_plot_from_the_real_runs_metrics(ladder: Path) -> None:
+    history = read_metrics(ladder / "selfplay" / "checkpoints" / "metrics.jsonl")
+    assert history.steps == [1, 2] and history.replaced_steps == 0
+    assert "wrote 12 of 12 plots" in (ladder / "logs" / "report-selfplay.log").read_text()
+    report = ladder / "report-selfplay"
+    page = (report / "report.md").read_text()
+    for name, labels in REPORTED.items():
+        with Image.open(report / f"{name}.png") as image:
+            assert image.format == "PNG" and image.width > 100 and image.height > 100
+            assert sum(1 for count in image.convert("L").histogram() if count) > 10
+        assert f"]({name}.png)" in page
+        assert f"Series: {', '.join(labels)}." in page
