@@ -3,7 +3,8 @@
 verl writes `latest_checkpointed_iteration.txt` with a plain `open("w")` after a save finishes, so a
 kill at the wrong moment can leave it empty, and a kill during a save leaves a `global_step_N`
 folder without the files a resume needs. `repair_tracker` runs before the trainer starts and points
-the tracker at the newest complete checkpoint; `CompleteCheckpointCallback` marks each finished save.
+the tracker at the newest complete checkpoint; `StepCommits` marks a save complete and moves the
+tracker to it only once the step's metrics are written too.
 """
 
 from __future__ import annotations
