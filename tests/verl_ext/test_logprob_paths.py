@@ -37,7 +37,7 @@ NO_FUSED = ("actor_rollout_ref.model.use_fused_kernels=false",)
 RMPAD = ("actor_rollout_ref.model.use_remove_padding=true",)
 CHUNKED = (
     "actor_rollout_ref.actor.entropy_from_logits_with_chunking=true",
-    # Smaller than the batch's 256 tokens, so the entropy really is computed in several chunks.
+    # Smaller than the batch's 240 tokens, so the entropy really is computed in several chunks.
     "actor_rollout_ref.actor.entropy_from_logits_chunk_size=16",
 )
 RECOMPUTED = ("actor_rollout_ref.actor.entropy_checkpointing=true",)
