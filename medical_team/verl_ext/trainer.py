@@ -19,6 +19,9 @@ Every step also logs the collapse monitors (`medical_team.game.monitors`) and, p
 with `medplay.monitors.action=stop` the step's checkpoint is saved and the run ends after the step,
 as on a stop request. Under `medplay.rewards.scheme=difficulty_band` the attacker's outcome term is
 added to its rows before the advantages are computed (`medical_team.verl_ext.band_rewards`).
+
+A LoRA actor's checkpoint is split into its PEFT adapter and a merged Hugging Face model after verl's
+save (`medical_team.verl_ext.lora_export`), before the checkpoint can become the resume point.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from medical_team.judge.gold_probe import GoldFloor
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.verl_ext.band_rewards import add_to_row_rewards, band_deltas
 from medical_team.verl_ext.learning_probe import probe_metrics
+from medical_team.verl_ext.lora_export import export_lora
 from medical_team.verl_ext.reliability.checkpoints import StepCommits
 from medical_team.verl_ext.reliability.graceful_stop import end_after_this_step, honour_stop_request
 from medical_team.verl_ext.reliability.guards import NonFiniteGuard
@@ -77,7 +81,9 @@ class SelfPlayTrainer(PPOTrainerSync):
         super().__init__(config)
         self.settings = settings_from_trainer_config(config)
         # the learning probe replaces the game's rewards, band included
-        self._band = self.settings.game.rewards.scheme is RewardScheme.DIFFICULTY_BAND and not self.settings.probe.enabled
+        self._band = (
+            self.settings.game.rewards.scheme is RewardScheme.DIFFICULTY_BAND and not self.settings.probe.enabled
+        )
         self._alarm = CollapseAlarm(self.settings.monitors.rules, self.settings.monitors.patience)
         self._step_games: list[StepGame] = []
         self._step_judge_stats = JudgeStats()
@@ -176,9 +182,14 @@ class SelfPlayTrainer(PPOTrainerSync):
         self.logger.log = log_then_commit
 
     def _save_checkpoint(self) -> None:
-        """verl's save; the tracker moves to this step once the step's metrics are written (StepCommits)."""
-        previous = read_tracker(Path(self.config.trainer.default_local_dir))
+        """verl's save, a LoRA actor's export split into adapter and merged model, then StepCommits.
+
+        The tracker moves to this step once the step's metrics are written (StepCommits).
+        """
+        root = Path(self.config.trainer.default_local_dir)
+        previous = read_tracker(root)
         super()._save_checkpoint()
+        export_lora(root / f"global_step_{self.global_steps}" / "actor", self.config.actor_rollout_ref.model.path)
         self._commits.saved(self.global_steps, previous)
 
     def on_step_end(self) -> None:
