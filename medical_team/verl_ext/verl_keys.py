@@ -16,6 +16,9 @@ from medical_team.verl_ext.verl_version import VERL_VERSION
 # Subtrees whose keys are free-form (passed on as keyword arguments), or medplay's own section.
 FREE_FORM = (
     "actor_rollout_ref.model.override_config",  # Hugging Face config overrides
+    # FSDP compute precision (FSDPEngineConfig.mixed_precision: a dict verl reads, not in its YAML)
+    "actor_rollout_ref.actor.fsdp_config.mixed_precision",
+    "actor_rollout_ref.ref.fsdp_config.mixed_precision",
     "actor_rollout_ref.rollout.engine_kwargs",  # vLLM engine arguments
     "ray_kwargs.ray_init",  # ray.init arguments
     "reward.custom_reward_function.reward_kwargs",  # keyword arguments of the reward function

@@ -93,3 +93,12 @@ def test_committed_flat_views_match_the_configs() -> None:
     flat_configs = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(flat_configs)
     assert flat_configs.stale_files() == [], "run .venv/bin/python scripts/flat_configs.py"
+
+
+def test_the_fsdp_compute_precision_cpu_smoke_sets_is_a_field_verl_reads() -> None:
+    # cpu-smoke's mixed_precision is absent from verl's YAML; verl's FSDP engine config must still read it.
+    from dataclasses import fields
+
+    from verl.workers.config import FSDPEngineConfig
+
+    assert "mixed_precision" in {field.name for field in fields(FSDPEngineConfig)}
