@@ -198,8 +198,11 @@ def choose_ray_cluster(config: DictConfig) -> str:
     return "a new local cluster"
 
 
-def run_verl(config: DictConfig) -> None:
-    """verl's `main_ppo.main` body for an already composed config: device, validation, Ray, task runner."""
+def run_verl(config: DictConfig, log_file: Path) -> None:
+    """verl's `main_ppo.main` body for an already composed config: device, validation, Ray, task runner.
+
+    The console shows each startup stage as it begins and ends (medical_team/verl_ext/startup.py).
+    """
     import ray
     from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
@@ -208,23 +211,24 @@ def run_verl(config: DictConfig) -> None:
 
     from medical_team.verl_ext.ray_start import start_ray
     from medical_team.verl_ext.reliability.graceful_stop import install_sigterm_handler
+    from medical_team.verl_ext.startup import TrainerStages, stage
 
     auto_set_device(config)
     validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     started_ray = not ray.is_initialized() and not os.environ.get("RAY_ADDRESS")
-    say(f"medplay: Ray: {choose_ray_cluster(config)}")
     try:
-        if not ray.is_initialized():
-            start_ray(config)  # run_ppo then skips its own ray.init
+        with stage("Ray", f"({choose_ray_cluster(config)})"):
+            if not ray.is_initialized():
+                start_ray(config)  # run_ppo then skips its own ray.init
         # After ray.init, which replaces the SIGTERM handler with one that exits at once.
         install_sigterm_handler(Path(config.trainer.default_local_dir), float(config.medplay.stop_grace_s))
-        say("medplay: starting verl's trainer (workers, FSDP2 engines, vLLM rollout server; about a minute on CPU)")
-        if config.trainer.use_v1:
-            run_ppo(config, task_runner_class=TaskRunnerV1)
-        else:
-            from verl.trainer.main_ppo_v0 import TaskRunner
+        with TrainerStages(log_file):
+            if config.trainer.use_v1:
+                run_ppo(config, task_runner_class=TaskRunnerV1)
+            else:
+                from verl.trainer.main_ppo_v0 import TaskRunner
 
-            run_ppo(config, task_runner_class=TaskRunner)
+                run_ppo(config, task_runner_class=TaskRunner)
     finally:
         if started_ray:
             ray.shutdown()
@@ -236,6 +240,7 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     The run's full output goes to a log file in the run folder (also to the terminal with `verbose`);
     the terminal gets the stages and one line per step.
     """
+    from medical_team.verl_ext.gpu_cap import emulate_card
     from medical_team.verl_ext.judge_run import check_judge, record_judge
     from medical_team.verl_ext.progress import StepProgress
     from medical_team.verl_ext.served_judge import serve_judge
@@ -246,6 +251,10 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     config = compose_config(overrides)
     # Every problem of the config at once, before Ray: verl keys verl does not define, then the `medplay:` section.
     settings = settings_from_trainer_config(config, unknown_verl_keys(config))
+    emulation = emulate_card(config)
+    if emulation is not None:
+        say(f"medplay: {emulation}")
+        settings = settings_from_trainer_config(config)  # the judge's scaled share
     check_data(config)
     check_judge(settings.judge)
     paths = run_paths(config, run_log_path(config))
@@ -264,7 +273,7 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
                     with StepProgress(
                         paths.metrics_file, config.trainer.total_training_steps, monitors=settings.monitors
                     ):
-                        run_verl(config)
+                        run_verl(config, paths.log_file)
             finally:
                 remove_orphaned_segments(segments_before)
     except UserInputError:
@@ -273,4 +282,3 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
         say(f"medplay: training failed; full log: {paths.log_file}")
         raise
     return paths
-

@@ -26,8 +26,10 @@ from omegaconf import DictConfig, open_dict
 from medical_team.console import say
 from medical_team.errors import UserInputError
 from medical_team.judge.settings import JudgeSettings, ServeSettings
+from medical_team.verl_ext.startup import stage
 
 LOG_NAME = "judge-server.log"
+STAGE = "judge server"  # its name on the console's startup lines
 STOP_GRACE_S = 30.0
 _PR_SET_PDEATHSIG = 1
 
@@ -134,7 +136,9 @@ class JudgeServer:
         while True:
             code = self.process.poll()
             if code is not None:
-                raise JudgeServerError(f"the judge's vLLM server exited with status {code} while starting; {self._tail()}")
+                raise JudgeServerError(
+                    f"the judge's vLLM server exited with status {code} while starting; {self._tail()}"
+                )
             try:
                 if httpx.get(f"{self.base_url}/models", timeout=5).status_code == 200:
                     return
@@ -200,11 +204,9 @@ def serve_judge(config: DictConfig, judge: JudgeSettings) -> Iterator[JudgeServe
         Path(config.medplay.output_dir) / LOG_NAME,
         judge.serve.startup_timeout_s,
     )
-    say(f"medplay: judge: starting vLLM for {model} on {server.base_url} (log: {server.log_file})")
-    started = time.monotonic()
     try:
-        server.start()
-        say(f"medplay: judge: ready after {time.monotonic() - started:.0f} s")
+        with stage(STAGE, f"vLLM for {model} on {server.base_url} (log: {server.log_file})"):
+            server.start()
         with open_dict(config):
             config.medplay.judge.base_url = server.base_url
             config.medplay.judge.model = str(model)
