@@ -38,8 +38,9 @@ STOCK_OVERRIDES = (
     "algorithm.adv_estimator=grpo",
     "trainer.v1.trainer_mode=sync",
 )
-# The console's startup stage lines (medical_team/verl_ext/startup.py): `medplay: <stage> ready after N s`.
-STAGE_LINE = re.compile(r"^medplay: (?P<stage>[\w ,/'-]+?) ready after (?P<seconds>\d+(?:\.\d+)?) s", re.MULTILINE)
+# The console's startup stage lines (medical_team/verl_ext/startup.py): `medplay: <stage>: ready after N s`, and
+# the trainer's whole start: `medplay: verl's trainer ready after N s`.
+STAGE_LINE = re.compile(r"^medplay: (?P<stage>[^:\n]+?):? ready after (?P<seconds>\d+(?:\.\d+)?) s", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class RunRecord:
     wall_s: float | None = None
     stopped_at_limit: bool = False
     startup_stages_s: dict[str, float] = field(default_factory=dict)
+    startup_s: float | None = None  # the run's first startup line to the trainer ready (and the judge)
     figures: dict[str, Any] = field(default_factory=dict)
 
 
@@ -233,6 +235,7 @@ def train_run(kit: Kit, name: str, overrides: list[str], deadline: float, trace:
     record.wall_s = round(time.monotonic() - started, 1)
     text = console.read_text(errors="replace")
     record.startup_stages_s = {match["stage"]: float(match["seconds"]) for match in STAGE_LINE.finditer(text)}
+    record.startup_s = startup_seconds(text)
     logs = sorted((kit.work / f"run-{name}" / "logs").glob("train-*.log"))
     if logs:
         with open(logs[-1], "rb") as handle:
@@ -243,6 +246,17 @@ def train_run(kit: Kit, name: str, overrides: list[str], deadline: float, trace:
         shutil.copy(metrics, kit.out / f"{name}-metrics.jsonl")
         record.figures = run_figures(metrics)
     return record
+
+
+def startup_seconds(console: str) -> float | None:
+    """Seconds from `medplay train`'s start until both the trainer and the judge's server (if any) were ready.
+
+    The trainer's line counts from the launcher's start; the judge's server starts at the same time.
+    """
+    stages = {match["stage"]: float(match["seconds"]) for match in STAGE_LINE.finditer(console)}
+    if "verl's trainer" not in stages:
+        return None
+    return max(stages["verl's trainer"], stages.get("judge server", 0.0))
 
 
 def run_figures(metrics: Path) -> dict[str, Any]:
@@ -318,7 +332,7 @@ def table(summary: dict[str, Any]) -> str:
     lines = [head, columns] if runs else [head]
     for name, run in runs.items():
         figures = run.get("figures") or {}
-        startup = sum(run.get("startup_stages_s", {}).values()) or None
+        startup = run.get("startup_s")
         peak = figures.get("peak_device_memory_reserved_gib")
         cells = [
             f"{name:<16}",

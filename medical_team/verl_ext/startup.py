@@ -59,8 +59,15 @@ def stage(name: str, detail: str = "") -> Iterator[None]:
 class TrainerStages:
     """Context manager: while active, a thread reads the run log and says verl's startup stages as they pass."""
 
-    def __init__(self, log_file: Path, poll_s: float = 0.5, stages: tuple[TrainerStage, ...] = TRAINER_STAGES) -> None:
+    def __init__(
+        self,
+        log_file: Path,
+        run_started: float | None = None,
+        poll_s: float = 0.5,
+        stages: tuple[TrainerStage, ...] = TRAINER_STAGES,
+    ) -> None:
         self.log_file = log_file
+        self.run_started = run_started  # time.monotonic() when `medplay train` began; None: when this began
         self.poll_s = poll_s
         self.stages = stages
         self.durations: dict[str, float] = {}
@@ -73,7 +80,8 @@ class TrainerStages:
 
     def __enter__(self) -> Self:
         self._offset = self.log_file.stat().st_size if self.log_file.is_file() else 0
-        self._started = self._begun = time.monotonic()
+        self._begun = time.monotonic()
+        self._started = self.run_started if self.run_started is not None else self._begun
         say(started_line(self.stages[0].name))
         self._thread.start()
         return self
@@ -111,3 +119,4 @@ class TrainerStages:
                 say(started_line(self.stages[self._next].name))
             else:
                 say(f"medplay: verl's trainer ready after {now - self._started:.0f} s; one line per step follows")
+                self.durations["verl's trainer"] = now - self._started
