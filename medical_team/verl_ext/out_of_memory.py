@@ -53,6 +53,8 @@ VERL_MEMORY_LINE = re.compile(
     r"(?:(?:Before|After) [^,\n]*, )?memory allocated \(GB\): [\d.]+, memory reserved \(GB\): [\d.]+[^\n]*"
 )
 JUDGE_LOG = re.compile(r"its log: (\S+)")
+# How an agent-loop worker logs a generation that ran out of memory in verl's vLLM server.
+ROLLOUT_FAILURE = re.compile(r"RayTaskError\(OutOfMemoryError\): \S*vLLMHttpServer\.generate")
 TORCH_OOM_TEXT = re.compile(r"CUDA out of memory[^\n]*|(?<=torch\.OutOfMemoryError: )[^\n]+")
 
 
@@ -147,10 +149,31 @@ def out_of_memory(
             return OutOfGpuMemoryError(JUDGE_SERVER, line, None, checkpoint)
     ooms = [item for item in chain if _is_torch_oom(item)]
     if not ooms:
-        return None
+        return _failed_rollouts(chain, log_file, metrics_file, checkpoint)
     detail = next((m.group(0) for item in ooms if (m := TORCH_OOM_TEXT.search(str(item)))), str(ooms[-1]))
     figures = verl_memory_figures(log_file, metrics_file)
     return OutOfGpuMemoryError(phase_of(error) or "an unknown phase", detail.strip()[:400], figures, checkpoint)
+
+
+def _failed_rollouts(
+    chain: list[BaseException], log_file: Path | None, metrics_file: Path | None, checkpoint: str | None
+) -> OutOfGpuMemoryError | None:
+    """A rollout out-of-memory: verl's agent loops log a failed generation and the step ends without samples.
+
+    verl counts a game whose generation raised as a failed group and later stops with "no materializable
+    trajectories"; the out-of-memory itself is only in the agent-loop worker's log lines.
+    """
+    from medical_team.verl_ext.run_errors import NO_TRAJECTORIES
+
+    if log_file is None or not log_file.is_file() or not any(NO_TRAJECTORIES in str(item) for item in chain):
+        return None
+    text = log_file.read_text(errors="replace")[-5_000_000:]
+    failed = ROLLOUT_FAILURE.search(text)
+    if failed is None:
+        return None
+    line = TORCH_OOM_TEXT.search(text, failed.end())
+    detail = line.group(0).strip()[:400] if line else "torch.OutOfMemoryError in vLLMHttpServer.generate"
+    return OutOfGpuMemoryError("rollout", detail, verl_memory_figures(log_file, metrics_file), checkpoint)
 
 
 def _raising(method, phase: str, on_call: int):

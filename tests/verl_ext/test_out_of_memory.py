@@ -125,3 +125,18 @@ def test_injection_makes_the_phase_method_raise_torchs_error_at_its_nth_call(mon
 def test_the_exit_status_is_documented():
     text = (Path(__file__).parents[2] / "docs" / "troubleshooting.md").read_text()
     assert f"exit status {OUT_OF_MEMORY_EXIT}" in text and "out of GPU memory in" in text
+
+
+def test_a_rollout_out_of_memory_is_found_in_the_agent_loops_log_when_verl_ends_without_samples(tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text(
+        "(_SelfPlayAgentLoopWorker pid=8868) ray.exceptions.RayTaskError(OutOfMemoryError): "
+        "ray::vLLMHttpServer.generate() (pid=8539, ip=192.0.2.2)\n"
+        "(_SelfPlayAgentLoopWorker pid=8868)     raise torch.OutOfMemoryError(...)\n"
+        f"(_SelfPlayAgentLoopWorker pid=8868) torch.OutOfMemoryError: {TORCH_MESSAGE}\n"
+    )
+    error = RuntimeError("step 1: replay buffer sampled 4 groups with no materializable trajectories.")
+    found = out_of_memory(error, log, None, None)
+    assert found is not None and found.phase == "rollout"
+    assert str(found).startswith(f"out of GPU memory in rollout: {TORCH_MESSAGE}")
+    assert out_of_memory(RuntimeError("something else"), log, None, None) is None
