@@ -57,21 +57,22 @@ COPY entrypoints entrypoints
 RUN (userdel --remove ubuntu 2>/dev/null || true) \
     && groupadd --gid "${MEDPLAY_GID}" medplay \
     && useradd --uid "${MEDPLAY_UID}" --gid "${MEDPLAY_GID}" --create-home --shell /bin/bash medplay \
-    && mkdir -p /checkpoints /models /data /logs \
-    && chown medplay:medplay /checkpoints /models /data /logs
+    && mkdir -p /checkpoints /models /data /logs /cache \
+    && chown medplay:medplay /checkpoints /models /data /logs /cache
 
 ENV MEDPLAY_HOME=/opt/medplay \
     MEDPLAY_IMAGE_TAG=${IMAGE_TAG} \
     MEDPLAY_CHECKPOINTS=/checkpoints \
     MEDPLAY_DATA=/data \
     MEDPLAY_LOGS=/logs \
+    MEDPLAY_CACHE_DIR=/cache \
     HF_HOME=/models \
     HF_HUB_OFFLINE=1 \
     TRANSFORMERS_OFFLINE=1 \
     HF_DATASETS_OFFLINE=1 \
     WANDB_MODE=offline
 
-VOLUME ["/checkpoints", "/models", "/data", "/logs"]
+VOLUME ["/checkpoints", "/models", "/data", "/logs", "/cache"]
 USER ${MEDPLAY_UID}:${MEDPLAY_GID}
 WORKDIR /home/medplay
 

@@ -58,7 +58,7 @@ GPUS ?= --gpus all
 # minute supervisord adds before SIGKILL (`medplay config get medplay.stop_grace_s`); raise both together.
 STOP_TIMEOUT ?= 720
 # The image's volumes (Dockerfile VOLUME), each mounted from $(VOLUMES)/NAME.
-VOLUME_NAMES := checkpoints models data logs
+VOLUME_NAMES := checkpoints models data logs cache
 DOCKER_RUN = $(DOCKER) run --rm $(GPUS) --ipc=host --stop-timeout $(STOP_TIMEOUT) \
 	$(foreach name,$(VOLUME_NAMES),-v $(abspath $(VOLUMES))/$(name):/$(name))
 

@@ -32,3 +32,9 @@ def read_tracker(root: Path) -> int | None:
         return int((root / TRACKER_NAME).read_text().strip())
     except (OSError, ValueError):
         return None
+
+
+def last_checkpoint(root: Path) -> str | None:
+    """The checkpoint folder a resume would start from (the tracker's step), if any."""
+    step = read_tracker(root)
+    return None if step is None else str(root / f"global_step_{step}")

@@ -19,6 +19,8 @@ from medical_team.memory_plan import MEDGEMMA_4B, VLLM_OVERHEAD_GIB
 if TYPE_CHECKING:
     from medical_team.memory_plan import MemoryPlan
 
+from medical_team.cache_folder import CACHE_ENV, MIN_CACHE_FREE_GIB, cache_dir
+
 GIB = 1024**3
 
 # The image's CUDA stack needs a driver that supports this CUDA version (torch's build may be newer on GPU images).
@@ -134,6 +136,8 @@ class HostFacts:
     cpu_count: int
     ram_total_gib: float
     ram_available_gib: float
+    cache_dir: str | None = None  # the compilation caches' folder (medical_team/cache_folder.py)
+    cache_free_gib: float | None = None
 
 
 @dataclass(frozen=True)
@@ -259,6 +263,7 @@ def collect_facts(checkpoints_dir: Path) -> HostFacts:
         nccl = ".".join(str(part) for part in torch.cuda.nccl.version())
     shm = Path("/dev/shm")
     memory = psutil.virtual_memory()
+    caches = cache_dir()
     return HostFacts(
         driver_version=driver,
         driver_cuda=driver_cuda,
@@ -277,6 +282,8 @@ def collect_facts(checkpoints_dir: Path) -> HostFacts:
         cpu_count=len(os.sched_getaffinity(0)),
         ram_total_gib=memory.total / GIB,
         ram_available_gib=memory.available / GIB,
+        cache_dir=str(caches),
+        cache_free_gib=shutil.disk_usage(existing_ancestor(caches)).free / GIB,
     )
 
 
@@ -413,6 +420,12 @@ def assess(
     if facts.gpus and not profile.needs_gpu:
         notes.append("Profile cpu-smoke was requested: the GPU stays unused.")
     refusals += host_refusals(facts, profile, size)
+    if facts.cache_free_gib is not None and facts.cache_free_gib < MIN_CACHE_FREE_GIB:
+        notes.append(
+            f"{facts.cache_dir} (the compilation caches, ${CACHE_ENV}) has {facts.cache_free_gib:.1f} GiB free, under "
+            f"{MIN_CACHE_FREE_GIB:g} GiB: vLLM, torch.compile and Triton may not keep their caches, and every start "
+            "compiles again; free space or point medplay.cache_dir at a larger volume."
+        )
     if facts.gpus and profile.needs_gpu and facts.gpus[0].total_vram_gib >= profile.min_vram_gib:
         judge_note, judge_refusal = judge_fit(profile, facts.gpus[0].total_vram_gib)
         notes.append(judge_note)

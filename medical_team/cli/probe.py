@@ -61,6 +61,7 @@ def render(report: ProbeReport) -> Table:
         ("vLLM importable", _package(facts.vllm)),
         ("/dev/shm", _gib(facts.shm_total_gib)),
         ("free disk for checkpoints", f"{_gib(facts.checkpoints_free_gib)} under {facts.checkpoints_dir}"),
+        ("free disk for compilation caches", f"{_gib(facts.cache_free_gib)} under {facts.cache_dir}"),
         ("CPUs", str(facts.cpu_count)),
         ("RAM total / available", f"{_gib(facts.ram_total_gib)} / {_gib(facts.ram_available_gib)}"),
         ("attention", report.attention),

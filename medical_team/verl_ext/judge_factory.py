@@ -2,14 +2,44 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 
-from medical_team.game.judging import Judge
+from medical_team.game.judging import Judge, JudgeRequest, JudgeVerdict
 from medical_team.judge.backends import build_judge
 from medical_team.judge.gold import build_gold, medec_seeds
 from medical_team.judge.gold_probe import GoldProbes
 from medical_team.judge.settings import JudgeSettings
+from medical_team.verl_ext.served_judge import wait_until_served
+
+
+class ServedJudge:
+    """The `vllm` judge: its first call waits until the server `medplay train` started beside the trainer answers.
+
+    The server starts at the same time as Ray and the trainer's workers (served_judge.serve_judge), so the
+    wait falls on the judge-executor thread of the first judged game, never on the agent loop's event loop.
+    """
+
+    def __init__(self, judge: Judge, settings: JudgeSettings) -> None:
+        self._judge = judge
+        self._settings = settings
+        self._ready = threading.Event()
+        self._lock = threading.Lock()
+
+    def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
+        """The wrapped judge's verdicts, once the server answers."""
+        if not self._ready.is_set():
+            with self._lock:
+                if not self._ready.is_set():
+                    wait_until_served(str(self._settings.base_url), self._settings.serve.startup_timeout_s)
+                    self._ready.set()
+        return self._judge.judge(requests)
+
+    def __getattr__(self, name: str):
+        """Everything else (its stats, its name) is the wrapped judge's."""
+        return getattr(self._judge, name)
 
 
 @lru_cache(maxsize=4)
@@ -17,7 +47,8 @@ def selfplay_judge(settings: JudgeSettings) -> Judge:
     """The judge `settings` name: in-process `rules`/`hf`/`openai`, the served `vllm` judge, or `http`."""
     if settings.backend == "vllm" and not settings.base_url:
         raise RuntimeError("medplay.judge.base_url is unset: the vllm judge is reached through `medplay train`")
-    return build_judge(settings)
+    judge = build_judge(settings)
+    return ServedJudge(judge, settings) if settings.backend == "vllm" else judge
 
 
 @lru_cache(maxsize=4)

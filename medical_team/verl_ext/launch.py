@@ -63,7 +63,20 @@ def compose_config(overrides: Sequence[str]) -> DictConfig:
         config.medplay.model.path = str(model_path.resolve())
     # verl rebuilds parts of the config (e.g. Ray's runtime_env) outside this tree: resolve interpolations now.
     OmegaConf.resolve(config)
+    use_cache_folder(config)
     return config
+
+
+def use_cache_folder(config: DictConfig) -> None:
+    """Resolve `medplay.cache_dir` and point vLLM's, torch.compile's and Triton's caches there in every process."""
+    from medical_team.cache_folder import cache_dir, cache_environment
+
+    folder = cache_dir(config.medplay.get("cache_dir"))
+    with open_dict(config):
+        config.medplay.cache_dir = str(folder)
+        env_vars = config.ray_kwargs.ray_init.runtime_env.env_vars
+        for variable, value in cache_environment(folder).items():
+            env_vars.setdefault(variable, value)  # an explicit env_vars entry wins
 
 
 def runtime_env_vars(config: DictConfig) -> dict[str, str]:
@@ -198,8 +211,12 @@ def choose_ray_cluster(config: DictConfig) -> str:
     return "a new local cluster"
 
 
-def run_verl(config: DictConfig) -> None:
-    """verl's `main_ppo.main` body for an already composed config: device, validation, Ray, task runner."""
+def run_verl(config: DictConfig, log_file: Path, run_started: float | None = None) -> None:
+    """verl's `main_ppo.main` body for an already composed config: device, validation, Ray, task runner.
+
+    The console shows each startup stage as it begins and ends (medical_team/verl_ext/startup.py); the
+    trainer's readiness is counted from `run_started` (when `medplay train` began) when given.
+    """
     import ray
     from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
@@ -208,23 +225,24 @@ def run_verl(config: DictConfig) -> None:
 
     from medical_team.verl_ext.ray_start import start_ray
     from medical_team.verl_ext.reliability.graceful_stop import install_sigterm_handler
+    from medical_team.verl_ext.startup import TrainerStages, stage
 
     auto_set_device(config)
     validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     started_ray = not ray.is_initialized() and not os.environ.get("RAY_ADDRESS")
-    say(f"medplay: Ray: {choose_ray_cluster(config)}")
     try:
-        if not ray.is_initialized():
-            start_ray(config)  # run_ppo then skips its own ray.init
+        with stage("Ray", f"({choose_ray_cluster(config)})"):
+            if not ray.is_initialized():
+                start_ray(config)  # run_ppo then skips its own ray.init
         # After ray.init, which replaces the SIGTERM handler with one that exits at once.
         install_sigterm_handler(Path(config.trainer.default_local_dir), float(config.medplay.stop_grace_s))
-        say("medplay: starting verl's trainer (workers, FSDP2 engines, vLLM rollout server; about a minute on CPU)")
-        if config.trainer.use_v1:
-            run_ppo(config, task_runner_class=TaskRunnerV1)
-        else:
-            from verl.trainer.main_ppo_v0 import TaskRunner
+        with TrainerStages(log_file, run_started):
+            if config.trainer.use_v1:
+                run_ppo(config, task_runner_class=TaskRunnerV1)
+            else:
+                from verl.trainer.main_ppo_v0 import TaskRunner
 
-            run_ppo(config, task_runner_class=TaskRunner)
+                run_ppo(config, task_runner_class=TaskRunner)
     finally:
         if started_ray:
             ray.shutdown()
@@ -236,16 +254,24 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     The run's full output goes to a log file in the run folder (also to the terminal with `verbose`);
     the terminal gets the stages and one line per step.
     """
+    from medical_team.checkpoint_folder import last_checkpoint
+    from medical_team.verl_ext.gpu_cap import emulate_card
     from medical_team.verl_ext.judge_run import check_judge, record_judge
+    from medical_team.verl_ext.out_of_memory import out_of_memory
     from medical_team.verl_ext.progress import StepProgress
     from medical_team.verl_ext.served_judge import serve_judge
     from medical_team.verl_ext.settings import settings_from_trainer_config
     from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
     from medical_team.verl_ext.verl_keys import unknown_verl_keys
 
+    started = time.monotonic()
     config = compose_config(overrides)
     # Every problem of the config at once, before Ray: verl keys verl does not define, then the `medplay:` section.
     settings = settings_from_trainer_config(config, unknown_verl_keys(config))
+    emulation = emulate_card(config)
+    if emulation is not None:
+        say(f"medplay: {emulation}")
+        settings = settings_from_trainer_config(config)  # the judge's scaled share
     check_data(config)
     check_judge(settings.judge)
     paths = run_paths(config, run_log_path(config))
@@ -264,13 +290,15 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
                     with StepProgress(
                         paths.metrics_file, config.trainer.total_training_steps, monitors=settings.monitors
                     ):
-                        run_verl(config)
+                        run_verl(config, paths.log_file, started)
             finally:
                 remove_orphaned_segments(segments_before)
     except UserInputError:
         raise
-    except Exception:
+    except Exception as error:
         say(f"medplay: training failed; full log: {paths.log_file}")
+        oom = out_of_memory(error, paths.log_file, paths.metrics_file, last_checkpoint(paths.checkpoint_dir))
+        if oom is not None:
+            raise oom from error
         raise
     return paths
-

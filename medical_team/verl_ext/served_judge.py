@@ -26,8 +26,10 @@ from omegaconf import DictConfig, open_dict
 from medical_team.console import say
 from medical_team.errors import UserInputError
 from medical_team.judge.settings import JudgeSettings, ServeSettings
+from medical_team.verl_ext.startup import stage
 
 LOG_NAME = "judge-server.log"
+STAGE = "judge server"  # its name on the console's startup lines
 STOP_GRACE_S = 30.0
 _PR_SET_PDEATHSIG = 1
 
@@ -94,14 +96,39 @@ def vllm_command(model: Path, port: int, serve: ServeSettings, *, on_cpu: bool) 
 
 # Runs the server's command after asking Linux for SIGTERM when the launcher dies, even by SIGKILL
 # (an exec wrapper rather than `preexec_fn`, which is unsafe in a process with threads).
+# Tests raise torch's out-of-memory error here, in the server's own process, with MEDPLAY_INJECT_OOM=judge_server.
 _EXEC_WITH_PARENT_DEATH_SIGNAL = (
     "import ctypes, os, signal, sys\n"
+    "if os.environ.get('MEDPLAY_INJECT_OOM') == 'judge_server':\n"
+    "    import torch\n"
+    "    raise torch.OutOfMemoryError('CUDA out of memory. Tried to allocate 9.27 GiB (injected by MEDPLAY_INJECT_OOM "
+    "for a test) in judge_server')\n"
     "try:\n"
     f"    ctypes.CDLL(None).prctl({_PR_SET_PDEATHSIG}, signal.SIGTERM)\n"
     "except (OSError, AttributeError):\n"
     "    pass\n"
     "os.execvp(sys.argv[1], sys.argv[1:])\n"
 )
+
+
+def answers(base_url: str) -> bool:
+    """Whether an OpenAI-compatible server answers `GET {base_url}/models` with 200."""
+    try:
+        return httpx.get(f"{base_url}/models", timeout=5).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def wait_until_served(base_url: str, timeout_s: float, poll_s: float = 1.0) -> None:
+    """Block until the judge's server answers; JudgeServerError after `timeout_s` (the launcher stops a dead one)."""
+    deadline = time.monotonic() + timeout_s
+    while not answers(base_url):
+        if time.monotonic() > deadline:
+            raise JudgeServerError(
+                f"the judge's vLLM server at {base_url} did not answer within {timeout_s:.0f} s "
+                "(medplay.judge.serve.startup_timeout_s)"
+            )
+        time.sleep(poll_s)
 
 
 class JudgeServer:
@@ -115,8 +142,8 @@ class JudgeServer:
         self.process: subprocess.Popen[bytes] | None = None
         self._stopping = threading.Event()
 
-    def start(self) -> None:
-        """Start the server and return once it answers; raise JudgeServerError (with its log's end) otherwise."""
+    def launch(self) -> None:
+        """Start the server's process and return at once."""
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         env = {key: value for key, value in os.environ.items() if not (key == "VLLM_CPU_KVCACHE_SPACE" and not value)}
         with open(self.log_file, "ab") as log:
@@ -124,6 +151,14 @@ class JudgeServer:
                 [sys.executable, "-c", _EXEC_WITH_PARENT_DEATH_SIGNAL, *self.command],
                 stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
             )  # fmt: skip
+
+    def start(self) -> None:
+        """Start the server and return once it answers; raise JudgeServerError (with its log's end) otherwise."""
+        self.launch()
+        self.await_ready()
+
+    def await_ready(self) -> None:
+        """Return once the launched server answers (then watch it); raise JudgeServerError otherwise."""
         self._wait_ready()
         threading.Thread(target=self._watch, name="judge-server-watch", daemon=True).start()
 
@@ -134,12 +169,11 @@ class JudgeServer:
         while True:
             code = self.process.poll()
             if code is not None:
-                raise JudgeServerError(f"the judge's vLLM server exited with status {code} while starting; {self._tail()}")
-            try:
-                if httpx.get(f"{self.base_url}/models", timeout=5).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
+                raise JudgeServerError(
+                    f"the judge's vLLM server exited with status {code} while starting; {self._tail()}"
+                )
+            if answers(self.base_url):
+                return
             if time.monotonic() > deadline:
                 self.stop()
                 raise JudgeServerError(
@@ -186,9 +220,19 @@ def _on_cpu(config: DictConfig) -> bool:
     return str(config.trainer.get("device", "cuda")) == "cpu"
 
 
+class _JudgeFailed(BaseException):
+    """Raised in the launcher's main thread when the judge's server failed while the trainer was starting."""
+
+
 @contextmanager
 def serve_judge(config: DictConfig, judge: JudgeSettings) -> Iterator[JudgeServer | None]:
-    """For the `vllm` backend: start the judge's server, point `medplay.judge.base_url` at it, stop it afterwards."""
+    """For the `vllm` backend: start the judge's server, point `medplay.judge.base_url` at it, stop it afterwards.
+
+    The server starts at the same time as Ray and the trainer's workers: this returns at once, a thread
+    says when it is ready, and the agent loops wait for it only before their first judged game
+    (`judge_factory.selfplay_judge`). If it dies or does not answer in time while the run goes on, the
+    thread signals the launcher's main thread, which then ends the run with that JudgeServerError.
+    """
     if judge.backend != "vllm":
         yield None
         return
@@ -200,14 +244,29 @@ def serve_judge(config: DictConfig, judge: JudgeSettings) -> Iterator[JudgeServe
         Path(config.medplay.output_dir) / LOG_NAME,
         judge.serve.startup_timeout_s,
     )
-    say(f"medplay: judge: starting vLLM for {model} on {server.base_url} (log: {server.log_file})")
-    started = time.monotonic()
+    failure: list[JudgeServerError] = []
+
+    def fail_main_thread(_signum: int, _frame: object) -> None:
+        raise _JudgeFailed
+
+    def await_ready() -> None:
+        try:
+            with stage(STAGE, f"vLLM for {model} on {server.base_url} (log: {server.log_file})"):
+                server.await_ready()
+        except JudgeServerError as error:
+            failure.append(error)
+            os.kill(os.getpid(), signal.SIGUSR1)
+
+    previous = signal.signal(signal.SIGUSR1, fail_main_thread)
     try:
-        server.start()
-        say(f"medplay: judge: ready after {time.monotonic() - started:.0f} s")
+        server.launch()
+        threading.Thread(target=await_ready, name="judge-server-start", daemon=True).start()
         with open_dict(config):
             config.medplay.judge.base_url = server.base_url
             config.medplay.judge.model = str(model)
         yield server
+    except _JudgeFailed:
+        raise failure[0] from None
     finally:
+        signal.signal(signal.SIGUSR1, previous)
         server.stop()

@@ -81,7 +81,15 @@ _TOP_KEYS = {"training_mode", "adversarial_games", "rewards", "judge"}
 # Keys of `medplay:` that other parts of the product read (the launcher, reliability): checked here for
 # spelling and type, so a typo never passes silently.
 _PATH_KEYS = {"output_dir", "data_dir", "metrics_file"}
-_RUN_KEYS = _PATH_KEYS | {"stop_grace_s", "guards", "model", "learning_probe", "monitors"}
+_RUN_KEYS = _PATH_KEYS | {
+    "stop_grace_s",
+    "guards",
+    "model",
+    "learning_probe",
+    "monitors",
+    "emulate_gpu_gib",
+    "cache_dir",
+}
 _GUARD_KEYS = {"max_non_finite_steps"}
 _MODEL_KEYS = {"path", "build_tiny"}
 _REWARD_KEYS = {"scheme", "localisation_bonus", "remove_ties"}
@@ -115,6 +123,12 @@ def _run_settings(section: Mapping[str, Any], problems: list[str]) -> None:
             problems.append(f"medplay.{key}: {section[key]!r} must be a path (a non-empty string)")
     if "stop_grace_s" in section and not (_is_number(section["stop_grace_s"]) and section["stop_grace_s"] > 0):
         problems.append(f"medplay.stop_grace_s: {section['stop_grace_s']!r} must be a number of seconds > 0")
+    cache = section.get("cache_dir")
+    if cache is not None and not (isinstance(cache, str) and cache):
+        problems.append(f"medplay.cache_dir: {cache!r} must be null or a folder (a non-empty string)")
+    emulated = section.get("emulate_gpu_gib")
+    if emulated is not None and not (_is_number(emulated) and emulated > 0):
+        problems.append(f"medplay.emulate_gpu_gib: {emulated!r} must be null or a number of GiB > 0")
     guards = section.get("guards") or {}
     problems += _unknown(guards, _GUARD_KEYS, "guards.")
     steps = guards.get("max_non_finite_steps", 1)

@@ -35,7 +35,7 @@ from transfer_queue import KVBatchMeta
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
-from medical_team.checkpoint_folder import read_tracker
+from medical_team.checkpoint_folder import last_checkpoint, read_tracker
 from medical_team.game import GameOutcome, JudgeStats, RewardScheme, game_metrics
 from medical_team.game.alarm import AlarmAction, CollapseAlarm
 from medical_team.game.difficulty_band import with_band_outcomes
@@ -155,9 +155,7 @@ class SelfPlayTrainer(PPOTrainerSync):
 
     def _last_checkpoint(self) -> str | None:
         """The checkpoint folder a resume would start from, if any."""
-        root = Path(self.config.trainer.default_local_dir)
-        step = read_tracker(root)
-        return None if step is None else str(root / f"global_step_{step}")
+        return last_checkpoint(Path(self.config.trainer.default_local_dir))
 
     def fit(self, agent_loop_manager: Any) -> None:
         """verl's training loop, with the metrics JSONL opened for appending (a resumed run keeps earlier steps)."""

@@ -42,10 +42,10 @@ def test_runs_as_a_non_root_user_with_a_host_matchable_uid():
 
 def test_volumes_offline_models_and_entrypoint():
     (volumes,) = instructions("VOLUME")
-    assert json.loads(volumes) == ["/checkpoints", "/models", "/data", "/logs"]
+    assert json.loads(volumes) == ["/checkpoints", "/models", "/data", "/logs", "/cache"]
     environment = " ".join(instructions("ENV"))
     for setting in ("HF_HOME=/models", "HF_HUB_OFFLINE=1", "TRANSFORMERS_OFFLINE=1", "WANDB_MODE=offline",
-                    "MEDPLAY_CHECKPOINTS=/checkpoints"):  # fmt: skip
+                    "MEDPLAY_CHECKPOINTS=/checkpoints", "MEDPLAY_CACHE_DIR=/cache"):  # fmt: skip
         assert setting in environment, setting
     (entrypoint,) = instructions("ENTRYPOINT")
     assert json.loads(entrypoint) == ["/usr/bin/tini", "--", "/opt/medplay/entrypoints/entrypoint.sh"]

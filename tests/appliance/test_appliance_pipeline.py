@@ -48,7 +48,7 @@ def full_train_log(appliance) -> str:
 
 def assert_trainer_joined(appliance, address: str) -> None:
     """The train step connected to the Ray cluster at `address` instead of starting one."""
-    assert f"medplay: Ray: {address}" in appliance.log("pipeline", "train.log")
+    assert f"medplay: Ray: starting ({address})" in appliance.log("pipeline", "train.log")
     # Ray logs the node's own IP for the same GCS port.
     port = address.rsplit(":", 1)[1]
     full_log = full_train_log(appliance)

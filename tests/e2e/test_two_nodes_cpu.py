@@ -98,7 +98,7 @@ def test_the_cluster_has_two_nodes_with_one_device_each(runs: Runs) -> None:
 def test_both_runs_joined_the_cluster_instead_of_starting_one(runs: Runs) -> None:
     port = runs.cluster.address.rsplit(":", 1)[1]
     for run in (runs.first, runs.resumed):
-        assert f"medplay: Ray: {runs.cluster.address}" in run.console
+        assert f"medplay: Ray: starting ({runs.cluster.address})" in run.console
         assert re.search(rf"Connecting to existing Ray cluster at address: [\d.]+:{port}\b", run.log)
         assert "Started a local Ray instance" not in run.log
 

@@ -183,6 +183,10 @@ def _slow_chat_app(in_flight: _Counter, peak: _Counter) -> FastAPI:
     """An OpenAI-compatible chat endpoint that answers after ANSWER_DELAY_S and records the peak concurrency."""
     app = FastAPI()
 
+    @app.get("/v1/models")
+    async def models() -> JSONResponse:  # what the first judged game waits for
+        return JSONResponse({"data": [{"id": "judge"}]})
+
     @app.post("/v1/chat/completions")
     async def complete(request: Request) -> JSONResponse:
         await request.json()
@@ -217,3 +221,55 @@ def test_judge_record_says_which_backend_judged(tmp_path: Path) -> None:
         "backend": "rules", "model": None, "base_url": None, "url": None}}})  # fmt: skip
     record = json.loads(record_judge(config).read_text())
     assert record["judge/backend"] == "rules" and record["judged_by_model"] is False and "warning" in record
+
+
+def _served_config(tmp_path: Path):
+    """cpu-smoke with the `vllm` judge whose model folder exists (the command is replaced by the tests below)."""
+    from medical_team.verl_ext.launch import compose_config
+    from medical_team.verl_ext.settings import settings_from_trainer_config
+
+    (tmp_path / "judge-model").mkdir()
+    (tmp_path / "judge-model" / "config.json").write_text("{}")
+    config = compose_config(
+        [
+            "medplay.judge.backend=vllm",
+            f"medplay.judge.model={tmp_path / 'judge-model'}",
+            f"medplay.output_dir={tmp_path}",
+        ]
+    )
+    return config, settings_from_trainer_config(config).judge
+
+
+def test_the_judges_server_starts_beside_the_trainer_and_is_awaited_at_the_first_call(tmp_path, monkeypatch, capsys):
+    from medical_team.verl_ext import served_judge
+
+    port = _free_port()
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v1" / "models").write_text("{}")
+    slow = f"import runpy, sys, time; time.sleep(3); sys.argv = ['http.server', '{port}', '--bind', '127.0.0.1', '--directory', '{tmp_path}']; runpy.run_module('http.server', run_name='__main__')"
+    monkeypatch.setattr(served_judge, "vllm_command", lambda *args, **kwargs: [sys.executable, "-c", slow])
+    monkeypatch.setattr(served_judge, "free_port", lambda: port)
+    config, settings = _served_config(tmp_path)
+    started = time.monotonic()
+    with served_judge.serve_judge(config, settings) as server:
+        assert time.monotonic() - started < 2  # not waited for: Ray and the workers start meanwhile
+        assert config.medplay.judge.base_url == server.base_url
+        assert not served_judge.answers(server.base_url)
+        served_judge.wait_until_served(server.base_url, timeout_s=60)  # what the first judged game does
+        waited = time.monotonic() - started
+        time.sleep(2.5)  # the launcher's thread polls every second before it says "ready"
+    assert waited >= 3
+    out = capsys.readouterr().out
+    assert "medplay: judge server: starting vLLM for" in out and "medplay: judge server: ready after" in out
+
+
+def test_a_judge_server_that_dies_while_the_trainer_starts_ends_the_run(tmp_path, monkeypatch):
+    from medical_team.verl_ext import served_judge
+
+    dying = "import sys, time; time.sleep(1); print('CUDA out of memory'); sys.exit(3)"
+    monkeypatch.setattr(served_judge, "vllm_command", lambda *args, **kwargs: [sys.executable, "-c", dying])
+    config, settings = _served_config(tmp_path)
+    expected = r"exited with status 3 while starting; its log: .*CUDA out of memory"
+    with pytest.raises(JudgeServerError, match=expected), served_judge.serve_judge(config, settings):
+        for _ in range(300):  # the trainer starting (Ray, workers) in the launcher's main thread
+            time.sleep(0.1)

@@ -1,0 +1,82 @@
+"""`medplay.emulate_gpu_gib`: run a smaller card's profile on a bigger GPU, capped to the smaller card's memory.
+
+Two halves, one number. In the launcher (`emulate_card`), the rollout's and the judge's vLLM memory
+shares, which vLLM takes of the whole card, are scaled to the smaller card (a 0.35 share of 48 GiB is
+0.35 × 48 / 80 of an 80 GiB card), and the cap's fraction travels to every Ray worker in
+`MEDPLAY_GPU_MEMORY_FRACTION`. In each worker (`cap_this_worker`, run when verl imports medplay's
+plugin through `VERL_USE_EXTERNAL_MODULES`), a Ray actor that holds a GPU (the trainer's FSDP workers)
+caps torch's caching allocator with `torch.cuda.set_per_process_memory_fraction`, so an allocation
+past the smaller card's size fails with torch's own out-of-memory error, as it would there.
+"""
+
+from __future__ import annotations
+
+import os
+
+from omegaconf import DictConfig, open_dict
+
+from medical_team.errors import UserInputError
+
+FRACTION_ENV = "MEDPLAY_GPU_MEMORY_FRACTION"
+_GIB = 2**30
+
+
+def card_total_gib() -> float | None:
+    """The first GPU's memory in GiB from NVML (no CUDA context in the launcher), or None without one."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+        try:
+            return pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(0)).total / _GIB
+        finally:
+            pynvml.nvmlShutdown()
+    except pynvml.NVMLError:
+        return None
+
+
+def emulate_card(config: DictConfig, total_gib: float | None = None) -> str | None:
+    """Apply `medplay.emulate_gpu_gib` to the config (vLLM shares, workers' cap); a line for the console, or None."""
+    emulated = config.medplay.get("emulate_gpu_gib")
+    if emulated is None:
+        return None
+    if str(config.trainer.get("device", "cuda")) == "cpu":
+        return f"medplay.emulate_gpu_gib={emulated} has no effect on the CPU"
+    total = total_gib if total_gib is not None else card_total_gib()
+    if total is None:
+        raise UserInputError("needs an NVIDIA GPU that NVML can read (nvidia-ml-py)", field="medplay.emulate_gpu_gib")
+    if emulated >= total:
+        raise UserInputError(
+            f"{emulated} GiB is not smaller than this GPU's {total:.1f} GiB", field="medplay.emulate_gpu_gib"
+        )
+    fraction = emulated / total
+    rollout = config.actor_rollout_ref.rollout
+    judge = config.medplay.judge.serve
+    with open_dict(config):
+        rollout.gpu_memory_utilization = round(rollout.gpu_memory_utilization * fraction, 4)
+        judge.gpu_memory_utilization = round(judge.gpu_memory_utilization * fraction, 4)
+        config.ray_kwargs.ray_init.runtime_env.env_vars[FRACTION_ENV] = f"{fraction:.6f}"
+    return (
+        f"emulating a {emulated:g} GiB card on this {total:.1f} GiB GPU: workers capped at {fraction:.3f} of it, "
+        f"rollout vLLM share {rollout.gpu_memory_utilization}, judge vLLM share {judge.gpu_memory_utilization}"
+    )
+
+
+def cap_this_worker() -> float | None:
+    """In a Ray actor that holds a GPU, cap torch's allocator at $MEDPLAY_GPU_MEMORY_FRACTION; the fraction set."""
+    value = os.environ.get(FRACTION_ENV)
+    if not value:
+        return None
+    import ray
+
+    if not ray.is_initialized() or not ray.get_runtime_context().get_accelerator_ids().get("GPU"):
+        return None  # the driver, the task runner, agent-loop workers: no GPU of their own
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    fraction = float(value)
+    torch.cuda.set_per_process_memory_fraction(fraction)
+    return fraction

@@ -1,0 +1,220 @@
+"""A CUDA out-of-memory anywhere in a run, turned into one message: the phase, verl's memory figures, the knobs.
+
+torch raises `torch.OutOfMemoryError` in the process that ran out: an FSDP worker (old_log_prob, ref,
+update_actor), verl's vLLM rollout server (rollout), or the judge's vLLM server (which then exits and
+leaves the error in its log). Ray carries a worker's error to the launcher inside `RayTaskError`s; the
+phase is the worker method in the remote traceback (verl's `ActorRolloutRefWorker` methods and the
+vLLM server's `generate`, a verl contact checked by tests/verl_ext/test_out_of_memory.py). The memory
+figures are the last ones verl logged in the run log ("memory allocated (GB): ..."), beside torch's own
+"Tried to allocate ..." line.
+
+`MEDPLAY_INJECT_OOM=<phase>[@N]` (tests only) makes the worker that runs that phase raise the real
+`torch.OutOfMemoryError` at its N-th call (`inject_in_this_process`, run when verl imports medplay's
+plugin; `judge_server`: the judge's server process raises it as it starts, served_judge.py).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import os
+import re
+from pathlib import Path
+
+OUT_OF_MEMORY_EXIT = 4
+INJECT_ENV = "MEDPLAY_INJECT_OOM"
+INJECTED = "CUDA out of memory. Tried to allocate 9.27 GiB (injected by MEDPLAY_INJECT_OOM for a test)"
+
+# The worker method (as it appears in the remote traceback) that runs each phase, in the order a step runs them.
+PHASE_METHODS = {
+    "rollout": "generate",
+    "old_log_prob": "compute_log_prob",
+    "ref": "compute_ref_log_prob",
+    "update_actor": "update_actor",
+}
+JUDGE_SERVER = "judge_server"
+PHASES = (*PHASE_METHODS, JUDGE_SERVER)
+# What to turn, per phase (medplay's settings and verl's); `medplay probe --plan` sizes them for a card.
+KNOBS = {
+    "rollout": "actor_rollout_ref.rollout.gpu_memory_utilization (the rollout's vLLM share), "
+    "actor_rollout_ref.rollout.max_num_seqs, data.max_response_length",
+    "old_log_prob": "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu (the forward's tokens per "
+    "micro-batch: the logits grow with it), data.max_prompt_length + data.max_response_length",
+    "ref": "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu, actor_rollout_ref.ref.fsdp_config.param_offload=true",
+    "update_actor": "actor_rollout_ref.actor.ppo_max_token_len_per_gpu (tokens per training micro-batch), "
+    "actor_rollout_ref.model.enable_gradient_checkpointing=true, "
+    "actor_rollout_ref.actor.fsdp_config.optimizer_offload=true, a LoRA profile (24g)",
+    JUDGE_SERVER: "medplay.judge.serve.gpu_memory_utilization (the judge's share), medplay.judge.serve.max_model_len, "
+    "medplay.judge.serve.max_num_seqs, or a remote judge (medplay.judge.backend=openai)",
+}
+# verl's memory lines (verl/utils/profiler/performance.py): "After FSDP, memory allocated (GB): 15.07, memory reserved ...".
+VERL_MEMORY_LINE = re.compile(
+    r"(?:(?:Before|After) [^,\n]*, )?memory allocated \(GB\): [\d.]+, memory reserved \(GB\): [\d.]+[^\n]*"
+)
+JUDGE_LOG = re.compile(r"its log: (\S+)")
+# How an agent-loop worker logs a generation that ran out of memory in verl's vLLM server.
+ROLLOUT_FAILURE = re.compile(r"RayTaskError\(OutOfMemoryError\): \S*vLLMHttpServer\.generate")
+TORCH_OOM_TEXT = re.compile(r"CUDA out of memory[^\n]*|(?<=torch\.OutOfMemoryError: )[^\n]+")
+
+
+class OutOfGpuMemoryError(RuntimeError):
+    """The run ran out of GPU memory in `phase`; the message names the figures and the knobs."""
+
+    def __init__(self, phase: str, detail: str, verl_figures: str | None, checkpoint: str | None) -> None:
+        self.phase = phase
+        figures = f"; verl's last memory figures: {verl_figures}" if verl_figures else ""
+        kept = f"; the last checkpoint is intact: {checkpoint}" if checkpoint else "; no checkpoint was saved yet"
+        knobs = KNOBS.get(phase) or "; ".join(KNOBS.values())
+        super().__init__(
+            f"out of GPU memory in {phase}: {detail}{figures}; turn down {knobs} "
+            f"(`medplay probe --plan` sizes them for this GPU; docs/troubleshooting.md){kept}"
+        )
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """The error and every error behind it (Ray's `.cause`, Python's __cause__/__context__), each once."""
+    seen, pending, found = set(), [error], []
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        found.append(current)
+        pending += [getattr(current, "cause", None), current.__cause__, current.__context__]
+    return found
+
+
+def _is_torch_oom(error: BaseException) -> bool:
+    """torch's out-of-memory error, or a Ray error standing for one raised in another process."""
+    try:
+        import torch
+
+        if isinstance(error, torch.OutOfMemoryError):
+            return True
+    except ImportError:
+        pass
+    return type(error).__name__ == "OutOfMemoryError"
+
+
+def phase_of(error: BaseException) -> str | None:
+    """The phase whose worker method raised: the innermost phase method named in the chain's remote tracebacks."""
+    text = "\n".join(str(item) for item in _chain(error))
+    last, phase = -1, None
+    for name, method in PHASE_METHODS.items():
+        for match in re.finditer(rf"\b{method}\b", text):
+            if match.start() > last:
+                last, phase = match.start(), name
+    return phase
+
+
+def verl_memory_figures(log_file: Path | None, metrics_file: Path | None) -> str | None:
+    """The last memory line verl logged in the run log, and the memory figures of the last step it finished."""
+    parts = []
+    if log_file is not None and log_file.is_file():
+        found = VERL_MEMORY_LINE.findall(log_file.read_text(errors="replace")[-5_000_000:])
+        if found:
+            parts.append(found[-1].strip())
+    if metrics_file is not None and metrics_file.is_file():
+        records = [line for line in metrics_file.read_text().splitlines() if line.strip()]
+        if records:
+            record = json.loads(records[-1])
+            shown = {key: value for key, value in record.get("data", {}).items() if "memory" in key}
+            if shown:
+                figures = ", ".join(f"{key} {value:.2f}" for key, value in sorted(shown.items()))
+                parts.append(f"step {record.get('step')}: {figures}")
+    return "; ".join(parts) or None
+
+
+def _judge_log_oom(error: BaseException) -> str | None:
+    """torch's out-of-memory line in the judge server's log, when the error names that log."""
+    text = str(error)
+    found = TORCH_OOM_TEXT.search(text)
+    log = JUDGE_LOG.search(text)
+    path = Path(log.group(1).rstrip(":")) if log else None
+    if found is None and path is not None and path.is_file():
+        found = TORCH_OOM_TEXT.search(path.read_text(errors="replace"))
+    return found.group(0) if found else None
+
+
+def out_of_memory(
+    error: BaseException, log_file: Path | None, metrics_file: Path | None, checkpoint: str | None
+) -> OutOfGpuMemoryError | None:
+    """The run's error as an OutOfGpuMemoryError when a CUDA out-of-memory caused it, else None."""
+    from medical_team.verl_ext.served_judge import JudgeServerError
+
+    chain = _chain(error)
+    for item in chain:
+        if isinstance(item, JudgeServerError) and (line := _judge_log_oom(item)):
+            return OutOfGpuMemoryError(JUDGE_SERVER, line, None, checkpoint)
+    ooms = [item for item in chain if _is_torch_oom(item)]
+    if not ooms:
+        return _failed_rollouts(chain, log_file, metrics_file, checkpoint)
+    detail = next((m.group(0) for item in ooms if (m := TORCH_OOM_TEXT.search(str(item)))), str(ooms[-1]))
+    figures = verl_memory_figures(log_file, metrics_file)
+    return OutOfGpuMemoryError(phase_of(error) or "an unknown phase", detail.strip()[:400], figures, checkpoint)
+
+
+def _failed_rollouts(
+    chain: list[BaseException], log_file: Path | None, metrics_file: Path | None, checkpoint: str | None
+) -> OutOfGpuMemoryError | None:
+    """A rollout out-of-memory: verl's agent loops log a failed generation and the step ends without samples.
+
+    verl counts a game whose generation raised as a failed group and later stops with "no materializable
+    trajectories"; the out-of-memory itself is only in the agent-loop worker's log lines.
+    """
+    from medical_team.verl_ext.run_errors import NO_TRAJECTORIES
+
+    if log_file is None or not log_file.is_file() or not any(NO_TRAJECTORIES in str(item) for item in chain):
+        return None
+    text = log_file.read_text(errors="replace")[-5_000_000:]
+    failed = ROLLOUT_FAILURE.search(text)
+    if failed is None:
+        return None
+    line = TORCH_OOM_TEXT.search(text, failed.end())
+    detail = line.group(0).strip()[:400] if line else "torch.OutOfMemoryError in vLLMHttpServer.generate"
+    return OutOfGpuMemoryError("rollout", detail, verl_memory_figures(log_file, metrics_file), checkpoint)
+
+
+def _raising(method, phase: str, on_call: int):
+    """`method` whose `on_call`-th call in this process raises torch's out-of-memory error (attributes kept by `wraps`)."""
+    import torch
+
+    calls = 0
+
+    def due() -> bool:
+        nonlocal calls
+        calls += 1
+        return calls >= on_call
+
+    if inspect.iscoroutinefunction(method):
+
+        @functools.wraps(method)
+        async def run_async(*args, **kwargs):
+            if due():
+                raise torch.OutOfMemoryError(f"{INJECTED} in {phase}")
+            return await method(*args, **kwargs)
+
+        return run_async
+
+    @functools.wraps(method)
+    def run(*args, **kwargs):
+        if due():
+            raise torch.OutOfMemoryError(f"{INJECTED} in {phase}")
+        return method(*args, **kwargs)
+
+    return run
+
+
+def inject_in_this_process() -> str | None:
+    """Tests only: $MEDPLAY_INJECT_OOM=PHASE[@N] makes the N-th (default first) call of PHASE's verl method raise."""
+    phase, _, on_call = os.environ.get(INJECT_ENV, "").partition("@")
+    if phase not in PHASE_METHODS:
+        return None
+    if phase == "rollout":
+        from verl.workers.rollout.vllm_rollout.vllm_async_server import vLLMHttpServer as owner
+    else:
+        from verl.workers.engine_workers import ActorRolloutRefWorker as owner
+    method = PHASE_METHODS[phase]
+    setattr(owner, method, _raising(getattr(owner, method), phase, int(on_call or 1)))
+    return phase

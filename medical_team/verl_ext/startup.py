@@ -1,0 +1,122 @@
+"""Startup stages on the console: each one as it begins and as it ends, with its seconds.
+
+The launcher times what it runs itself (Ray, the judge's server: `stage`). verl's trainer starts
+inside a Ray actor whose output reaches only the run's log, so its stages are read back from that log
+(`TrainerStages`): verl's own INFO lines (verl/trainer/ppo/v1/trainer_base.py, `_setup`) mark where
+each stage ends, and the next one begins there. The lines matched are a contact with verl, listed in
+docs/verl-integration.md and checked against verl's source by tests/verl_ext/test_startup.py.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from medical_team.console import say
+
+
+@dataclass(frozen=True)
+class TrainerStage:
+    """A stage of verl's trainer start and the text of verl's log line that ends it."""
+
+    name: str
+    ends_with: str
+
+
+# In the order verl's `_setup` runs them; the worker group's creation belongs to the engines' stage.
+TRAINER_STAGES = (
+    TrainerStage("data loaders", "train and validate dataloader initialized"),
+    TrainerStage("actor and reference engines", "actor and ref model engine initialized"),
+    TrainerStage("rollout server", "all initialize finished, ready to fit"),
+)
+
+
+def started_line(name: str, detail: str = "") -> str:
+    """`medplay: <stage>: starting[ detail]`."""
+    return f"medplay: {name}: starting{f' {detail}' if detail else ''}"
+
+
+def ready_line(name: str, seconds: float) -> str:
+    """`medplay: <stage>: ready after N s` (scripts/gpu_kit.py reads these back)."""
+    return f"medplay: {name}: ready after {seconds:.0f} s"
+
+
+@contextmanager
+def stage(name: str, detail: str = "") -> Iterator[None]:
+    """Say the stage's start, run the block, say its end with the seconds it took."""
+    say(started_line(name, detail))
+    started = time.monotonic()
+    yield
+    say(ready_line(name, time.monotonic() - started))
+
+
+class TrainerStages:
+    """Context manager: while active, a thread reads the run log and says verl's startup stages as they pass."""
+
+    def __init__(
+        self,
+        log_file: Path,
+        run_started: float | None = None,
+        poll_s: float = 0.5,
+        stages: tuple[TrainerStage, ...] = TRAINER_STAGES,
+    ) -> None:
+        self.log_file = log_file
+        self.run_started = run_started  # time.monotonic() when `medplay train` began; None: when this began
+        self.poll_s = poll_s
+        self.stages = stages
+        self.durations: dict[str, float] = {}
+        self._next = 0
+        self._offset = 0
+        self._begun = 0.0
+        self._started = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="medplay-startup", daemon=True)
+
+    def __enter__(self) -> Self:
+        self._offset = self.log_file.stat().st_size if self.log_file.is_file() else 0
+        self._begun = time.monotonic()
+        self._started = self.run_started if self.run_started is not None else self._begun
+        say(started_line(self.stages[0].name))
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        while self._next < len(self.stages) and not self._stop.wait(self.poll_s):
+            self.poll()
+
+    def poll(self) -> None:
+        """Say the end of every stage whose line reached the log since the last poll, and the start of the next."""
+        try:
+            with self.log_file.open("rb") as handle:
+                handle.seek(self._offset)
+                chunk = handle.read()
+        except FileNotFoundError:
+            return
+        complete = chunk[: chunk.rfind(b"\n") + 1]
+        self._offset += len(complete)
+        for line in complete.decode("utf-8", errors="replace").splitlines():
+            if self._next >= len(self.stages) or self.stages[self._next].ends_with not in line:
+                continue
+            now = time.monotonic()
+            done = self.stages[self._next]
+            self.durations[done.name] = now - self._begun
+            say(ready_line(done.name, now - self._begun))
+            self._next += 1
+            self._begun = now
+            if self._next < len(self.stages):
+                say(started_line(self.stages[self._next].name))
+            else:
+                say(f"medplay: verl's trainer ready after {now - self._started:.0f} s; one line per step follows")
+                self.durations["verl's trainer"] = now - self._started

@@ -1,0 +1,72 @@
+"""Startup stages on the console (medical_team/verl_ext/startup.py), and the verl log lines they are read from."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+from medical_team.verl_ext.startup import TRAINER_STAGES, TrainerStages, stage
+
+
+def verl_trainer_setup_source() -> str:
+    """The text of verl's V1 trainer `_setup`, where the stages' log lines are written."""
+    origin = importlib.util.find_spec("verl.trainer.ppo.v1.trainer_base").origin
+    text = Path(origin).read_text()
+    start = text.index("    def _setup(self):")
+    return text[start : text.index("\n    def ", start + 1)] + text[text.index("def _init_dataloader") :]
+
+
+def test_verl_logs_each_stage_end_in_the_order_the_console_expects():
+    # A verl contact (docs/verl-integration.md): the stage lines are verl's own logger.info texts.
+    source = verl_trainer_setup_source()
+    setup = source[: source.index("def _init_dataloader")]
+    for trainer_stage in TRAINER_STAGES:
+        assert trainer_stage.ends_with in source, trainer_stage
+    # The dataloader is built first (`_init_dataloader`, called at the top of `_setup`), then the engines, then
+    # the rollout servers and the checkpoint engine, then "ready to fit".
+    assert setup.index("self._init_dataloader()") < setup.index(TRAINER_STAGES[1].ends_with)
+    assert setup.index(TRAINER_STAGES[1].ends_with) < setup.index("LLMServerManager.create(")
+    assert setup.index("LLMServerManager.create(") < setup.index(TRAINER_STAGES[2].ends_with)
+    assert re.search(r'logger\.info\(\s*f"train and validate dataloader initialized', source)
+
+
+def test_the_stages_are_said_as_their_lines_reach_the_log(tmp_path: Path, capsys):
+    log = tmp_path / "train.log"
+    log.write_text("an earlier run's line: all initialize finished, ready to fit\n")
+    watcher = TrainerStages(log, poll_s=3600)  # polled by hand below
+    with watcher:
+        assert capsys.readouterr().out == "medplay: data loaders: starting\n"
+        with log.open("a") as sink:
+            sink.write("(TaskRunnerV1 pid=1) INFO:2026-11-24 22:25:27,658:train and validate dataloader initialized, ")
+            sink.flush()
+            watcher.poll()  # half a line: not yet
+            assert capsys.readouterr().out == ""
+            sink.write("train dataset size: 576, val dataset size: 62\n")
+            sink.write("(TaskRunnerV1 pid=1) INFO:...:create worker group dict_keys(['actor_rollout_ref'])\n")
+            sink.flush()
+            watcher.poll()
+            out = capsys.readouterr().out.splitlines()
+            assert re.fullmatch(r"medplay: data loaders: ready after \d+ s", out[0]), out
+            assert out[1:] == ["medplay: actor and reference engines: starting"]
+            sink.write("(TaskRunnerV1 pid=1) INFO:...:actor and ref model engine initialized\n")
+            sink.write("(TaskRunnerV1 pid=1) INFO:...:all initialize finished, ready to fit\n")
+            sink.flush()
+            watcher.poll()
+    out = capsys.readouterr().out.splitlines()
+    assert [re.sub(r"\d+ s", "N s", line) for line in out] == [
+        "medplay: actor and reference engines: ready after N s",
+        "medplay: rollout server: starting",
+        "medplay: rollout server: ready after N s",
+        "medplay: verl's trainer ready after N s; one line per step follows",
+    ]
+    assert set(watcher.durations) == {"data loaders", "actor and reference engines", "rollout server"}
+
+
+def test_a_stage_the_launcher_runs_itself_is_timed(capsys):
+    with stage("Ray", "(a new local cluster)"):
+        pass
+    assert capsys.readouterr().out.splitlines() == [
+        "medplay: Ray: starting (a new local cluster)",
+        "medplay: Ray: ready after 0 s",
+    ]
