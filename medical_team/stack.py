@@ -1,6 +1,6 @@
 """What a run ran on: medplay's and its stack's versions, the appliance image's tag and the source's git commit.
 
-`medplay version` prints `stack_versions()`; every training writes `run_record()` to versions.json.
+`medplay version` prints `run_record()`; every training writes it to versions.json.
 """
 
 from __future__ import annotations

@@ -1,16 +1,16 @@
-"""`medplay version`: the versions of this package and of the stack it runs on."""
+"""`medplay version`: the versions of this package and of its stack, the image's tag and the git commit."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-from medical_team.stack import stack_versions
+from medical_team.stack import run_record
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the versions as JSON."""
-    print(json.dumps(stack_versions(), indent=2))
+    print(json.dumps(run_record(), indent=2))
     return 0
 
 

