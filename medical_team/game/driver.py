@@ -71,13 +71,12 @@ class Turn(Generic[G]):
 
 @dataclass(frozen=True)
 class PlayedGame(Generic[G]):
-    """A settled game: its seed, its turns in order, the note the assessor judged, the judge's verdict, the outcome."""
+    """A settled game: its seed, its turns in order, the note the assessor judged, and the outcome."""
 
     seed: GameSeed  # as played: its category decides whether the attacker plays
     turns: tuple[Turn[G], ...]
     note: str  # what the assessor read: the seed's text, or the attacker's parsed answer
-    judge_verdict: JudgeVerdict | None  # None in vanilla games
-    outcome: GameOutcome
+    outcome: GameOutcome  # with what the judge settled: truth, faithfulness, its reason
 
     def turn(self, role: Role) -> Turn[G] | None:
         """The turn this role played, if any."""
@@ -119,4 +118,4 @@ async def play_game(
     request = judge_request(seed, attacker_response, config)
     verdict = None if request is None else await judge(request)
     outcome = settle(seed, attacker_response, turns[-1].response, verdict, config)
-    return PlayedGame(seed, tuple(turns), note, verdict, outcome)
+    return PlayedGame(seed, tuple(turns), note, outcome)

@@ -87,9 +87,9 @@ def check_batch(batch: GameBatch, seeds: list[GameSeed]) -> None:
         if game.seed.category.adversarial:
             assert attack is not None and attack.messages == attacker_messages(game.seed)
             assert game.note == parse_response(attack.response).answer == attack.answer
-            assert game.judge_verdict is not None
+            assert game.outcome.judge_reason != "data label"
         else:
-            assert attack is None and game.judge_verdict is None and game.note == game.seed.text
+            assert attack is None and game.outcome.judge_reason == "data label" and game.note == game.seed.text
         assert assess.messages == assessor_messages(game.note)
         assert game.outcome.category is game.seed.category and game.outcome.note_id == game.seed.note_id
         has_attacker_sample = game.seed.category.adversarial and not game.outcome.dropped
@@ -125,7 +125,7 @@ def test_tiny_model_judge_cannot_parse_so_games_tie_and_are_removed(
     adversarial = [g for g in batch.games if g.seed.category.adversarial]
     ties = [g for g in adversarial if g.outcome.tie]
     # a random judge writes no parseable verdict; only rule-settled games (e.g. empty rewrites) escape a tie
-    assert all(g.judge_verdict.reason.startswith("rule:") for g in adversarial if not g.outcome.tie)
+    assert all(g.outcome.judge_reason.startswith("rule:") for g in adversarial if not g.outcome.tie)
     assert ties and all(g.outcome.dropped for g in ties) and batch.metrics["game/ties_removed"] == len(ties)
     assert batch.metrics["game/tie_rate"] == len(ties) / 16
     assert batch.metrics["judge/parse_error_rate"] == sum(g.outcome.judge_parse_error for g in adversarial) / 8

@@ -57,7 +57,7 @@ def test_dead_judge_server_makes_ties_then_stops_the_run(seeds: list[GameSeed]) 
     broken = play_batch(seeds, ScriptedPolicy(), judge)
     assert broken.metrics["game/ties_removed"] == 4
     assert broken.metrics["game/tie_rate"] == 0.5  # every adversarial game, none of the vanilla ones
-    assert all("unavailable" in game.judge_verdict.reason for game in broken.games if game.judge_verdict)
+    assert all("unavailable" in game.outcome.judge_reason for game in broken.games if game.outcome.adversarial)
     # only the vanilla games' assessor turns are left to train on
     samples = [game.outcome.reward(role) for game in broken.games for role in Role]
     assert sum(reward is not None for reward in samples) == 4
