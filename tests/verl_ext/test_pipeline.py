@@ -54,6 +54,20 @@ class ScriptedLLMServer:
         )
 
 
+class ReplayedReplies:
+    """A batched game `Generator` answering each prompt with the reply the scripted server gave to the same prompt."""
+
+    def __init__(self, server: ScriptedLLMServer) -> None:
+        self.server = server
+
+    def generate(self, prompts: list[list[dict[str, str]]]) -> list[str]:
+        """The server's reply to each prompt, keyed by role and note."""
+        return [
+            self.server.replies[prompt_role(messages), messages[-1]["content"].split("Clinical note:\n", 1)[1]]
+            for messages in prompts
+        ]
+
+
 def rows(medec_csv: Path, per_category: int) -> list[dict[str, Any]]:
     """`per_category` game rows of every category from real MEDEC seeds, as `medplay convert` writes them."""
     seeds = build_seeds(load_medec(medec_csv).notes, seed=0)
@@ -149,6 +163,18 @@ def make_worker(trainer_config: DictConfig, transfer_queue: None):
     return build
 
 
+def driver_outcomes(worker: Any, config: DictConfig, game_rows: list[dict[str, Any]]) -> list[Any]:
+    """The rows' games as `play_batch` settles them with the replies the scripted server gave in training."""
+    from medical_team.game import play_batch
+    from medical_team.judge.rules import RulesJudge
+    from medical_team.verl_ext.rows import seed_of_row
+    from medical_team.verl_ext.settings import settings_from_trainer_config
+
+    seeds = [seed_of_row(row["data_source"], row["extra_info"])[0] for row in game_rows]
+    game = settings_from_trainer_config(config).game
+    return [g.outcome for g in play_batch(seeds, ReplayedReplies(worker.llm_client), RulesJudge(), game).games]
+
+
 def test_each_role_keeps_its_own_reward_and_is_whitened_alone(make_worker, medec_csv: Path) -> None:
     worker, config = make_worker("joint")
     game_rows = rows(medec_csv, per_category=2)
@@ -167,6 +193,8 @@ def test_each_role_keeps_its_own_reward_and_is_whitened_alone(make_worker, medec
     records, judge_stats = worker.ledger.drain()
     assert len(records) == len(game_rows) and judge_stats.requests == 4
     settled = {(o.note_id, o.category.value): o for o in map(GameOutcome.from_record, records)}
+    # given the same replies, the agent loop's games are the games cross-play's `play_batch` plays
+    assert driver_outcomes(worker, config, game_rows) == [GameOutcome.from_record(r) for r in records]
     games: dict[str, dict[Role, float]] = {}
     for uid, info, extra, role, reward in zip(
         data["uid"], data["extra_info"], data["extra_fields"], roles, rewards.tolist(), strict=True
@@ -189,40 +217,6 @@ def test_each_role_keeps_its_own_reward_and_is_whitened_alone(make_worker, medec
         rows_of_role = [i for i, r in enumerate(roles) if r is role]
         assert masked_mean(advantages[rows_of_role], mask[rows_of_role]).item() == pytest.approx(0.0, abs=1e-4)
         assert masked_var(advantages[rows_of_role], mask[rows_of_role]).item() == pytest.approx(1.0, abs=1e-2)
-
-
-class ReplayedReplies:
-    """A batched game `Generator` answering each prompt with the reply the scripted server gave to the same prompt."""
-
-    def __init__(self, server: ScriptedLLMServer) -> None:
-        self.server = server
-
-    def generate(self, prompts: list[list[dict[str, str]]]) -> list[str]:
-        """The server's reply to each prompt, keyed by role and note."""
-        return [
-            self.server.replies[prompt_role(messages), messages[-1]["content"].split("Clinical note:\n", 1)[1]]
-            for messages in prompts
-        ]
-
-
-def test_training_settles_every_game_as_the_game_driver_does_for_cross_play(make_worker, medec_csv: Path) -> None:
-    """Given the same replies, the agent loop's games are the games cross-play's `play_batch` plays."""
-    from medical_team.game import GameOutcome, play_batch
-    from medical_team.judge.rules import RulesJudge
-    from medical_team.verl_ext.rows import seed_of_row
-    from medical_team.verl_ext.settings import settings_from_trainer_config
-
-    worker, config = make_worker("joint")
-    game_rows = rows(medec_csv, per_category=2)
-    asyncio.run(play(worker, game_rows))
-    records, _ = worker.ledger.drain()
-    trained = [GameOutcome.from_record(record) for record in records]
-
-    seeds = [seed_of_row(row["data_source"], row["extra_info"])[0] for row in game_rows]
-    game = settings_from_trainer_config(config).game
-    batch = play_batch(seeds, ReplayedReplies(worker.llm_client), RulesJudge(), game)
-    assert [g.outcome for g in batch.games] == trained
-    assert {o.category for o in trained} == set(Category)
 
 
 @pytest.mark.parametrize(
