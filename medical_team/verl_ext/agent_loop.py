@@ -1,10 +1,10 @@
 """verl agent loops: one self-play game per dataset row, and the assessor alone for validation.
 
 Both are thin adapters around the game driver (`medical_team.game.driver.play_game`), which plays
-and settles the game; what is verl's stays here: the generate function on verl's rollout server
-(prompt rendered, tokenized and cut from the left to `rollout.prompt_length`, i.e.
-`data.max_prompt_length`; token ids and log-probs kept), the judge reached off the event loop with its gold probes, and one `AgentLoopOutput` per
-turn.
+and settles the game. What is verl's stays here: the generate function on verl's rollout server
+(the prompt rendered, tokenized and cut from the left to `rollout.prompt_length`, which is
+`data.max_prompt_length`; token ids and log-probs kept), the judge called off the event loop with
+its gold probes, and one `AgentLoopOutput` per turn.
 
 `medplay_selfplay` (training) returns `[attacker, assessor]` or `[assessor]`, each output with its
 own prompt, response mask and reward (`reward_score`, so verl's reward computation is skipped),
