@@ -71,7 +71,7 @@ def make_games(seeds: list[GameSeed], count: int, rng: random.Random) -> list[tu
 
 
 def settle_all(games: list[tuple[GameSeed, str | None, str]], config: GameConfig) -> dict[str, float]:
-    """What the game manager does after generation: judge requests, one rules-judge batch, settle, metrics."""
+    """What the game driver does after generation: judge requests, one rules-judge batch, settle, metrics."""
     judge = RulesJudge()
     requests = {i: judge_request(seed, attack, config) for i, (seed, attack, _) in enumerate(games)}
     adversarial = [i for i, request in requests.items() if request is not None]

@@ -1,8 +1,9 @@
 """Cross-play league: the attacker of every checkpoint against the assessor of every checkpoint (N x N, diagonal too).
 
-Every cell is played by the training game's own manager (`MedicalDialogueGameManager.play`) on the
-same fixed seeds with the same judge; only the generator differs: attacker prompts go to the row's
-checkpoint, assessor prompts to the column's. Decoding is greedy, so a checkpoint's answer to a prompt
+Every game of every cell is played by the training game's own driver (`game.driver.play_game`, through
+`game.batch.play_batch`) on the same fixed seeds with the same judge; only the generator differs:
+attacker prompts go to the row's checkpoint, assessor prompts to the column's. Prompts are not cut
+(training cuts them to `data.max_prompt_length`; docs/game.md, "The game driver"). Decoding is greedy, so a checkpoint's answer to a prompt
 is cached and replayed in every cell that asks it again (each attacker writes its rewrites once, each
 assessor reads the unchanged vanilla notes once), and the judge settles each distinct rewrite once.
 At most one model is loaded at a time.
@@ -22,8 +23,9 @@ from typing import Any
 
 from medical_team.evaluate.generation import BatchGenerator
 from medical_team.evaluate.league_seeds import LeagueSeeds
+from medical_team.game.batch import play_batch
+from medical_team.game.driver import PlayedGame, Reply
 from medical_team.game.judging import Judge, JudgeRequest, JudgeVerdict
-from medical_team.game.manager import MedicalDialogueGameManager, PlayedGame
 from medical_team.game.prompts import Message, prompt_role
 from medical_team.game.settle import GameConfig
 from medical_team.vocab import Role
@@ -132,7 +134,7 @@ class Cell:
 
     attacker: int
     assessor: int
-    games: list[PlayedGame]
+    games: list[PlayedGame[Reply]]
     metrics: dict[str, float]
 
     def counts(self) -> dict[str, int]:
@@ -194,7 +196,7 @@ def play_league(
     load: Loader,
     on_cell: Callable[[Cell], None] | None = None,
 ) -> League:
-    """Play every attacker against every assessor on the same seeds with the training game's manager."""
+    """Play every attacker against every assessor on the same seeds with the training game's driver."""
     if len(checkpoints) < 2:
         raise ValueError(f"a league needs at least 2 checkpoints, got {len(checkpoints)}")
     pool = ModelPool(checkpoints, load)
@@ -204,8 +206,7 @@ def play_league(
     cells: dict[tuple[int, int], Cell] = {}
     try:
         for i, j in play_order(len(checkpoints)):
-            manager = MedicalDialogueGameManager(RoleRouter(models[i], models[j]), cached_judge, config)
-            batch = manager.play(seeds.seeds)
+            batch = play_batch(seeds.seeds, RoleRouter(models[i], models[j]), cached_judge, config)
             cells[i, j] = Cell(i, j, batch.games, batch.metrics)
             if on_cell is not None:
                 on_cell(cells[i, j])

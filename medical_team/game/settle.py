@@ -1,6 +1,6 @@
 """One game, step by step: what the attacker must realise, what the assessor sees, and the settled outcome.
 
-Both the batch game manager and an RL framework's per-game agent loop call these functions:
+The game driver (`driver.play_game`) calls these functions in this order:
 
     note = note_for_assessor(seed, attacker_response)          # attacker_response None in vanilla games
     request = judge_request(seed, attacker_response, config)   # None in vanilla games
@@ -20,7 +20,7 @@ from medical_team.game.answers import AssessorAnswer, parse_assessor_answer, sen
 from medical_team.game.cot import ParsedResponse, parse_response
 from medical_team.game.judging import Judge, JudgeRequest, JudgeVerdict
 from medical_team.game.rewards import RewardConfig, ScoreInputs, score_game
-from medical_team.vocab import BenignAttackMode, Category, Label
+from medical_team.vocab import BenignAttackMode, Category, Label, Role
 
 UNREADABLE_VERDICT = "unreadable_verdict"  # listed with the format rules an assessor response breaks
 
@@ -115,6 +115,10 @@ class GameOutcome:
         if self.dropped or self.attacker_terms is None:
             return None
         return sum(self.attacker_terms.values())
+
+    def reward(self, role: Role) -> float | None:
+        """The total reward of `role`; None when that role has no sample (dropped game, attacker in a vanilla game)."""
+        return self.attacker_reward if role is Role.ATTACKER else self.assessor_reward
 
     def to_record(self) -> dict[str, Any]:
         """JSON-able dict (enums as strings, tuples as lists); inverse of `from_record`."""

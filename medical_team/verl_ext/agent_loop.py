@@ -1,14 +1,18 @@
 """verl agent loops: one self-play game per dataset row, and the assessor alone for validation.
 
-`medplay_selfplay` (training) plays the attacker turn for adversarial rows, the assessor turn on the
-attacker's parsed answer (or on the seed in vanilla games), asks the judge, and settles the game
-with the game API. It returns `[attacker, assessor]` or `[assessor]`, each output with its own
-prompt, response mask and reward (`reward_score`, so verl's reward computation is skipped), tagged
-in `extra_fields` with `role` and `category`. `SelfPlayAgentLoopWorker` records the settled game and
-hands verl only the outputs that train (training mode, removed ties).
+Both are thin adapters around the game driver (`medical_team.game.driver.play_game`), which plays
+and settles the game. What is verl's stays here: the generate function on verl's rollout server
+(the prompt rendered, tokenized and cut from the left to `rollout.prompt_length`, which is
+`data.max_prompt_length`; token ids and log-probs kept), the judge called off the event loop with
+its gold probes, and one `AgentLoopOutput` per turn.
 
-`medplay_assessor` (validation) plays the assessor on the seed note and leaves the reward to verl's
-reward loop, which calls `medical_team.verl_ext.reward_fn.compute_score`.
+`medplay_selfplay` (training) returns `[attacker, assessor]` or `[assessor]`, each output with its
+own prompt, response mask and reward (`reward_score`, so verl's reward computation is skipped),
+tagged in `extra_fields` with `role` and `category`. `SelfPlayAgentLoopWorker` records the settled
+game and hands verl only the outputs that train (training mode, removed ties).
+
+`medplay_assessor` (validation) plays the row's seed as a vanilla game and leaves the reward to
+verl's reward loop, which calls `medical_team.verl_ext.reward_fn.compute_score`.
 """
 
 from __future__ import annotations
@@ -19,11 +23,10 @@ from uuid import uuid4
 
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
-from medical_team.data.records import GameSeed
-from medical_team.game import GameConfig, GameOutcome, JudgeStats, call_judge, judge_request, note_for_assessor, settle
-from medical_team.game.judging import JudgeVerdict
-from medical_team.game.monitors import GameTrace
-from medical_team.game.prompts import Message, assessor_messages, attacker_messages, render_prompt
+from medical_team.game import JudgeStats, PlayedGame, Turn, call_judge, play_game
+from medical_team.game.driver import GenerateFn
+from medical_team.game.judging import JudgeRequest, JudgeVerdict
+from medical_team.game.prompts import Message, render_prompt
 from medical_team.judge.gold_probe import count_correct
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.verl_ext.judge_factory import judge_executor, selfplay_gold_probes, selfplay_judge
@@ -58,10 +61,9 @@ def take_judge_outages() -> list[str]:
 
 
 @dataclass(frozen=True)
-class Turn:
-    """One generated turn: token ids, decoded text, and what verl's rollout reported about it."""
+class RolloutReply:
+    """One turn as verl's rollout server generated it: token ids, decoded text, and what it reported."""
 
-    role: Role
     prompt_ids: list[int]
     response_ids: list[int]
     text: str
@@ -71,7 +73,7 @@ class Turn:
 
 
 class _TurnPlayer(AgentLoopBase):
-    """Renders chat messages with the thinking prefix and generates one turn through verl's rollout server."""
+    """The game driver's generate function on verl's rollout server, and verl's output for a played turn."""
 
     def _prompt_ids(self, messages: list[Message]) -> list[int]:
         """The game's prompt (`render_prompt`: chat template + thinking prefix), tokenized, left-truncated."""
@@ -79,32 +81,37 @@ class _TurnPlayer(AgentLoopBase):
         ids = self.tokenizer.encode(rendered, add_special_tokens=False)
         return self._cap_text_prompt_length(ids)
 
-    async def _play(self, role: Role, messages: list[Message], sampling_params: dict[str, Any]) -> Turn:
-        """Generate one turn for `role`."""
-        prompt_ids = await self.loop.run_in_executor(None, self._prompt_ids, messages)
-        start = self.loop.time()
-        output = await self.server_manager.generate(
-            request_id=uuid4().hex, prompt_ids=prompt_ids, sampling_params=sampling_params
-        )
-        seconds = self.loop.time() - start
-        response_ids = list(output.token_ids[: self.rollout_config.response_length])
-        logprobs = list(output.log_probs[: len(response_ids)]) if output.log_probs else None
-        text = self.tokenizer.decode(response_ids, skip_special_tokens=True)
-        return Turn(role, prompt_ids, response_ids, text, logprobs, seconds, dict(output.extra_fields))
+    def _generate_fn(self, sampling_params: dict[str, Any]) -> GenerateFn[RolloutReply]:
+        """`play_game`'s generate function: one turn through verl's rollout server."""
+
+        async def generate(role: Role, messages: list[Message]) -> RolloutReply:
+            prompt_ids = await self.loop.run_in_executor(None, self._prompt_ids, messages)
+            start = self.loop.time()
+            output = await self.server_manager.generate(
+                request_id=uuid4().hex, prompt_ids=prompt_ids, sampling_params=sampling_params
+            )
+            seconds = self.loop.time() - start
+            response_ids = list(output.token_ids[: self.rollout_config.response_length])
+            logprobs = list(output.log_probs[: len(response_ids)]) if output.log_probs else None
+            text = self.tokenizer.decode(response_ids, skip_special_tokens=True)
+            return RolloutReply(prompt_ids, response_ids, text, logprobs, seconds, dict(output.extra_fields))
+
+        return generate
 
     @staticmethod
-    def _output(turn: Turn, reward: float | None, extra: dict[str, Any]) -> AgentLoopOutput:
+    def _output(turn: Turn[RolloutReply], reward: float | None, extra: dict[str, Any]) -> AgentLoopOutput:
         """verl's output for one turn: every generated token is trained (response mask 1)."""
+        reply = turn.generation
         return AgentLoopOutput(
-            prompt_ids=turn.prompt_ids,
-            response_ids=turn.response_ids,
-            response_mask=[1] * len(turn.response_ids),
-            response_logprobs=turn.logprobs,
+            prompt_ids=reply.prompt_ids,
+            response_ids=reply.response_ids,
+            response_mask=[1] * len(reply.response_ids),
+            response_logprobs=reply.logprobs,
             reward_score=reward,
             num_turns=2,
-            metrics=AgentLoopMetrics(generate_sequences=turn.seconds),
+            metrics=AgentLoopMetrics(generate_sequences=reply.seconds),
             extra_fields={
-                **turn.rollout_fields,
+                **reply.rollout_fields,
                 ROLE_FIELD: turn.role.value,
                 "turn_scores": [],
                 "tool_rewards": [],
@@ -115,7 +122,7 @@ class _TurnPlayer(AgentLoopBase):
 
 @register(SELFPLAY_AGENT)
 class SelfPlayAgentLoop(_TurnPlayer):
-    """One game per row: attacker (adversarial rows), assessor, judge, rewards from the game API."""
+    """One game per row, played by the game driver; each turn becomes an output with its role's reward."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -125,31 +132,19 @@ class SelfPlayAgentLoop(_TurnPlayer):
         """Play the row's game; outputs in turn order, the settled game on the last one."""
         seed, benign_mode = seed_of_row(kwargs.get("data_source"), kwargs["extra_info"])
         seed = replace(seed, category=self.settings.played_category(seed.category))
-        game = replace(self.settings.game, benign_mode=benign_mode)
-        turns = []
-        if seed.category.adversarial:
-            turns.append(await self._play(Role.ATTACKER, attacker_messages(seed, benign_mode), sampling_params))
-        attacker_text = turns[0].text if turns else None
-        note = note_for_assessor(seed, attacker_text)
-        turns.append(await self._play(Role.ASSESSOR, assessor_messages(note), sampling_params))
-        verdict, judge_stats = await self._judge(seed, attacker_text, game)
-        outcome = settle(seed, attacker_text, turns[-1].text, verdict, game)
-        trace = GameTrace(
-            seed_text=seed.text,
-            rewrite=note if turns[0].role is Role.ATTACKER else None,
-            attacker_tokens=len(turns[0].response_ids) if turns[0].role is Role.ATTACKER else None,
-            assessor_tokens=len(turns[-1].response_ids),
-            response_cap=self.rollout_config.response_length,
-        )
-        return self._outputs(turns, outcome, judge_stats, trace)
+        judge_stats = JudgeStats()
 
-    async def _judge(
-        self, seed: GameSeed, attacker_text: str | None, game: GameConfig
-    ) -> tuple[JudgeVerdict | None, JudgeStats]:
-        """The judge's verdict for an adversarial game (off the event loop); None in vanilla games."""
-        request = judge_request(seed, attacker_text, game)
-        if request is None:
-            return None, JudgeStats()
+        async def judge(request: JudgeRequest) -> JudgeVerdict:
+            nonlocal judge_stats
+            verdict, judge_stats = await self._judge(request)
+            return verdict
+
+        config = replace(self.settings.game, benign_mode=benign_mode)
+        game = await play_game(seed, self._generate_fn(sampling_params), judge, config)
+        return self._outputs(game, judge_stats)
+
+    async def _judge(self, request: JudgeRequest) -> tuple[JudgeVerdict, JudgeStats]:
+        """The judge's verdict on one adversarial game, off the event loop, with gold probes riding along."""
         judge = selfplay_judge(self.settings.judge)
         probes = selfplay_gold_probes(self.settings.judge)
         gold = probes.draw() if probes is not None else []  # judged along with the game, never trained on
@@ -164,20 +159,19 @@ class SelfPlayAgentLoop(_TurnPlayer):
             stats = replace(stats, gold_count=len(gold), gold_correct=count_correct(gold, verdicts[1:]))
         return verdicts[0], stats
 
-    def _outputs(
-        self, turns: list[Turn], outcome: GameOutcome, judge_stats: JudgeStats, trace: GameTrace
-    ) -> list[AgentLoopOutput]:
+    def _outputs(self, game: PlayedGame[RolloutReply], judge_stats: JudgeStats) -> list[AgentLoopOutput]:
         """One output per turn with its role's reward; the last carries the settled game and its trace for the worker."""
-        rewards = {Role.ATTACKER: outcome.attacker_reward, Role.ASSESSOR: outcome.assessor_reward}
+        outcome = game.outcome
         outputs = []
-        for turn in turns:
+        for turn in game.turns:
             trains = not outcome.dropped and self.settings.training_mode.trains(turn.role)
             extra = {CATEGORY_FIELD: outcome.category.value, TRAINS_FIELD: trains}
-            reward = rewards[turn.role] or 0.0
+            reward = outcome.reward(turn.role) or 0.0
             if self.settings.probe.enabled:  # the learning probe's reward replaces the game's (learning_probe.py)
-                extra[PROBE_FIELD] = shows_behaviour(turn.role, turn.response_ids, len(self.tokenizer))
+                extra[PROBE_FIELD] = shows_behaviour(turn.role, turn.generation.response_ids, len(self.tokenizer))
                 reward = probe_reward(self.settings.probe, extra[PROBE_FIELD])
             outputs.append(self._output(turn, reward, extra))
+        trace = game.trace(lambda turn: len(turn.generation.response_ids), self.rollout_config.response_length)
         outputs[-1].extra_fields[GAME_FIELD] = outcome.to_record()
         outputs[-1].extra_fields[JUDGE_STATS_FIELD] = asdict(judge_stats)
         outputs[-1].extra_fields[TRACE_FIELD] = trace.to_record()
@@ -186,10 +180,10 @@ class SelfPlayAgentLoop(_TurnPlayer):
 
 @register(ASSESSOR_AGENT)
 class AssessorAgentLoop(_TurnPlayer):
-    """The assessor alone on the row's seed note; verl's reward loop scores it (validation)."""
+    """The assessor alone on the row's seed note (a vanilla game); verl's reward loop scores it (validation)."""
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         """One assessor turn on the seed note, unscored."""
         seed, _ = seed_of_row(kwargs.get("data_source"), kwargs["extra_info"])
-        turn = await self._play(Role.ASSESSOR, assessor_messages(seed.text), sampling_params)
-        return self._output(turn, None, {CATEGORY_FIELD: as_vanilla(seed).category.value})
+        game = await play_game(as_vanilla(seed), self._generate_fn(sampling_params))
+        return self._output(game.turns[-1], None, {CATEGORY_FIELD: game.outcome.category.value})

@@ -1,7 +1,7 @@
 """Collapse monitors and their alarm: exact values on small inputs, and a degenerate attacker tripping the alarm.
 
-The degenerate attacker writes the same note for every seed; its games are played by the real batch
-manager with the real rules judge on real MEDEC seeds, and the real alarm watches the monitors.
+The degenerate attacker writes the same note for every seed; its games are played by the real game
+driver with the real rules judge on real MEDEC seeds, and the real alarm watches the monitors.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from spec_names import MONITOR_METRICS
 
 from medical_team.data.medec import load_medec
 from medical_team.data.seeds import build_seeds
-from medical_team.game import GameConfig, MedicalDialogueGameManager, PlayedGame, settle
+from medical_team.game import GameConfig, play_batch, settle
 from medical_team.game.alarm import ALARMS, AlarmAction, AlarmRule, CollapseAlarm, alarm_rules
 from medical_team.game.monitors import (
     GameTrace,
@@ -30,7 +30,6 @@ from medical_team.game.monitors import (
 )
 from medical_team.game.prompts import Message
 from medical_team.judge.rules import RulesJudge
-from medical_team.vocab import Role
 
 CAP = 64
 MAX_REWRITES = 64  # configs/medplay.yaml: medplay.monitors.self_bleu_max_rewrites
@@ -88,19 +87,6 @@ class DegenerateAttacker:
         ]
 
 
-def trace_of(game: PlayedGame) -> GameTrace:
-    """The monitors' view of a played game (response lengths in words: the batch manager has no tokenizer)."""
-    attacker, assessor = game.turn(Role.ATTACKER), game.turn(Role.ASSESSOR)
-    assert assessor is not None
-    return GameTrace(
-        seed_text=game.seed.text,
-        rewrite=None if attacker is None else attacker.answer,
-        attacker_tokens=None if attacker is None else len(attacker.response.split()),
-        assessor_tokens=len(assessor.response.split()),
-        response_cap=CAP,
-    )
-
-
 @pytest.fixture(scope="module")
 def seeds() -> list:
     """The bundled MEDEC seeds."""
@@ -114,8 +100,10 @@ def play_step(seeds: list, step: int, rewrite: str | None) -> MonitorReading:
     adversarial = [s for s in seeds if s.category.adversarial][4 * step : 4 * step + 4]
     chosen = adversarial + [s for s in seeds if not s.category.adversarial][4 * step : 4 * step + 4]
     generator = DegenerateAttacker(rewrite) if rewrite else CopyingAttacker()
-    batch = MedicalDialogueGameManager(generator, RulesJudge(), GameConfig()).play(chosen)
-    return collapse_monitors([g.outcome for g in batch.games], [trace_of(g) for g in batch.games], MAX_REWRITES)
+    batch = play_batch(chosen, generator, RulesJudge(), GameConfig())
+    # response lengths in words: these generators have no tokenizer
+    traces = [game.trace(lambda turn: len(turn.response.split()), CAP) for game in batch.games]
+    return collapse_monitors([game.outcome for game in batch.games], traces, MAX_REWRITES)
 
 
 class CopyingAttacker(DegenerateAttacker):
@@ -167,7 +155,9 @@ def test_a_diverse_step_resets_the_run_and_an_unmeasured_one_does_not(seeds: lis
     assert alarm.observe(play_step(seeds, 0, SAME_REWRITE)) == []
     unmeasured = MonitorReading(dict.fromkeys(monitor_names(), 0.0), frozenset())
     assert alarm.observe(unmeasured) == [] and alarm.streak["max_self_bleu"] == 1
-    diverse = MonitorReading({**dict.fromkeys(monitor_names(), 0.0), "attacker/self_bleu": 0.2}, frozenset(monitor_names()))
+    diverse = MonitorReading(
+        {**dict.fromkeys(monitor_names(), 0.0), "attacker/self_bleu": 0.2}, frozenset(monitor_names())
+    )
     assert alarm.observe(diverse) == [] and alarm.streak["max_self_bleu"] == 0
 
 
@@ -192,4 +182,3 @@ def test_unknown_alarm_and_bad_patience_are_errors() -> None:
         CollapseAlarm([], patience=0)
     with pytest.raises(ValueError, match="traces"):
         collapse_monitors([], [GameTrace("a", None, None, 1, 2)], MAX_REWRITES)
-

@@ -9,13 +9,13 @@ import pytest
 from judge_helpers import rules_app
 
 from medical_team.data.records import GameSeed
-from medical_team.game.manager import MedicalDialogueGameManager
+from medical_team.game.batch import play_batch
 from medical_team.game.prompts import Message
 from medical_team.judge.client import HttpJudge
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.judge.retry import RetryPolicy
 from medical_team.judge.serving import BackgroundServer
-from medical_team.vocab import Category
+from medical_team.vocab import Category, Role
 
 
 class ScriptedPolicy:
@@ -49,18 +49,19 @@ def seeds(seed_pairs: list[tuple[GameSeed, GameSeed]]) -> list[GameSeed]:
 def test_dead_judge_server_makes_ties_then_stops_the_run(seeds: list[GameSeed]) -> None:
     server = BackgroundServer(rules_app()).start()
     judge = HttpJudge(server.url, retry=RetryPolicy(attempts=2, initial_backoff_s=0.01), max_consecutive_failures=2)
-    manager = MedicalDialogueGameManager(ScriptedPolicy(), judge)
 
-    healthy = manager.play(seeds)
-    assert healthy.metrics["game/tie_rate"] == 0.0 and healthy.ties_removed == 0
+    healthy = play_batch(seeds, ScriptedPolicy(), judge)
+    assert healthy.metrics["game/tie_rate"] == 0.0 and healthy.metrics["game/ties_removed"] == 0
 
     server.stop()
-    broken = manager.play(seeds)
-    assert broken.ties_removed == 4 and broken.metrics["game/ties_removed"] == 4
+    broken = play_batch(seeds, ScriptedPolicy(), judge)
+    assert broken.metrics["game/ties_removed"] == 4
     assert broken.metrics["game/tie_rate"] == 0.5  # every adversarial game, none of the vanilla ones
-    assert all("unavailable" in game.judge_verdict.reason for game in broken.games if game.judge_verdict)
-    assert len(broken.experiences) == 4  # only the vanilla games' assessor turns are left to train on
+    assert all("unavailable" in game.outcome.judge_reason for game in broken.games if game.outcome.adversarial)
+    # only the vanilla games' assessor turns are left to train on
+    samples = [game.outcome.reward(role) for game in broken.games for role in Role]
+    assert sum(reward is not None for reward in samples) == 4
     assert judge.stats.metrics()["judge/failed_batches"] == 1.0
 
     with pytest.raises(JudgeUnavailableError, match=rf"judge at {server.url} failed 2 consecutive batches"):
-        manager.play(seeds)
+        play_batch(seeds, ScriptedPolicy(), judge)

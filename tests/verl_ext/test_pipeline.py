@@ -22,6 +22,7 @@ from medical_team.data.medec import load_medec
 from medical_team.data.seeds import build_seeds
 from medical_team.game import metric_names
 from medical_team.game.dataset import game_row
+from medical_team.game.prompts import prompt_role
 from medical_team.vocab import Category, Role
 
 pytestmark = pytest.mark.slow
@@ -35,20 +36,36 @@ class ScriptedLLMServer:
 
     def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
+        self.replies: dict[tuple[Role, str], str] = {}  # (role, the prompt's note) -> the reply as decoded
 
     async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict, **_: Any) -> TokenOutput:
         prompt = self.tokenizer.decode(prompt_ids)
-        if "You are the Attacker" in prompt:
-            note = prompt.split("Clinical note:\n", 1)[1].split("<|im_end|>", 1)[0]
+        note = prompt.split("Clinical note:\n", 1)[1].split("<|im_end|>", 1)[0]
+        role = Role.ATTACKER if "You are the Attacker" in prompt else Role.ASSESSOR
+        reply = ASSESSOR_REPLY
+        if role is Role.ATTACKER:
             reply = f"Subtler wording. </think> <answer> {note.replace(' the ', ' this ', 1)} </answer>"
-        else:
-            reply = ASSESSOR_REPLY
         ids = self.tokenizer.encode(reply, add_special_tokens=False)[: sampling_params.get("max_tokens", 10_000)]
+        self.replies[role, note] = self.tokenizer.decode(ids, skip_special_tokens=True)
         return TokenOutput(
             token_ids=ids,
             log_probs=[-0.5] * len(ids),
             extra_fields={"min_global_steps": GLOBAL_STEP, "max_global_steps": GLOBAL_STEP},
         )
+
+
+class ReplayedReplies:
+    """A batched game `Generator` answering each prompt with the reply the scripted server gave to the same prompt."""
+
+    def __init__(self, server: ScriptedLLMServer) -> None:
+        self.server = server
+
+    def generate(self, prompts: list[list[dict[str, str]]]) -> list[str]:
+        """The server's reply to each prompt, keyed by role and note."""
+        return [
+            self.server.replies[prompt_role(messages), messages[-1]["content"].split("Clinical note:\n", 1)[1]]
+            for messages in prompts
+        ]
 
 
 def rows(medec_csv: Path, per_category: int) -> list[dict[str, Any]]:
@@ -146,6 +163,18 @@ def make_worker(trainer_config: DictConfig, transfer_queue: None):
     return build
 
 
+def driver_outcomes(worker: Any, config: DictConfig, game_rows: list[dict[str, Any]]) -> list[Any]:
+    """The rows' games as `play_batch` settles them with the replies the scripted server gave in training."""
+    from medical_team.game import play_batch
+    from medical_team.judge.rules import RulesJudge
+    from medical_team.verl_ext.rows import seed_of_row
+    from medical_team.verl_ext.settings import settings_from_trainer_config
+
+    seeds = [seed_of_row(row["data_source"], row["extra_info"])[0] for row in game_rows]
+    game = settings_from_trainer_config(config).game
+    return [g.outcome for g in play_batch(seeds, ReplayedReplies(worker.llm_client), RulesJudge(), game).games]
+
+
 def test_each_role_keeps_its_own_reward_and_is_whitened_alone(make_worker, medec_csv: Path) -> None:
     worker, config = make_worker("joint")
     game_rows = rows(medec_csv, per_category=2)
@@ -164,6 +193,8 @@ def test_each_role_keeps_its_own_reward_and_is_whitened_alone(make_worker, medec
     records, judge_stats = worker.ledger.drain()
     assert len(records) == len(game_rows) and judge_stats.requests == 4
     settled = {(o.note_id, o.category.value): o for o in map(GameOutcome.from_record, records)}
+    # given the same replies, the agent loop's games are the games cross-play's `play_batch` plays
+    assert driver_outcomes(worker, config, game_rows) == [GameOutcome.from_record(r) for r in records]
     games: dict[str, dict[Role, float]] = {}
     for uid, info, extra, role, reward in zip(
         data["uid"], data["extra_info"], data["extra_fields"], roles, rewards.tolist(), strict=True
@@ -248,8 +279,6 @@ def test_validation_batches_play_the_assessor_alone_on_the_seed(make_worker, med
         assert "You are the Assessor" in prompt and info["text"][-40:] in prompt
     assert worker.ledger.drain()[0] == []  # validation games are not training metrics
     tq.kv_clear(keys=keys + uids, partition_id="val")
-
-
 
 
 @pytest.mark.parametrize("inverted", [False, True])
