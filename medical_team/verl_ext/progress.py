@@ -15,6 +15,7 @@ from typing import Self
 
 from medical_team.console import say
 from medical_team.game.alarm import STREAK_PREFIX, AlarmFiring
+from medical_team.verl_ext.appended_lines import AppendedLines
 from medical_team.verl_ext.settings import MonitorSettings
 
 # (metric, format) shown after the bar; the per-step summary after training shows more.
@@ -63,12 +64,12 @@ class StepProgress:
         self.total_steps = total_steps
         self.monitors = monitors  # None: no alarm lines
         self.poll_s = poll_s
-        self._offset = 0
+        self._lines = AppendedLines(metrics_file)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="medplay-progress", daemon=True)
 
     def __enter__(self) -> Self:
-        self._offset = self.metrics_file.stat().st_size if self.metrics_file.is_file() else 0
+        self._lines.skip_existing()  # a resumed run's earlier steps
         self._thread.start()
         return self
 
@@ -85,15 +86,7 @@ class StepProgress:
 
     def poll(self) -> None:
         """Say a line for every complete record appended since the last poll."""
-        try:
-            with self.metrics_file.open("rb") as handle:
-                handle.seek(self._offset)
-                chunk = handle.read()
-        except FileNotFoundError:
-            return
-        complete = chunk[: chunk.rfind(b"\n") + 1]  # a line still being written waits for the next poll
-        self._offset += len(complete)
-        for line in complete.decode("utf-8", errors="replace").splitlines():
+        for line in self._lines.read():
             try:
                 record = json.loads(line)
                 step, data = int(record["step"]), record["data"]

@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Self
 
 from medical_team.console import say
+from medical_team.verl_ext.appended_lines import AppendedLines
 
 
 @dataclass(frozen=True)
@@ -72,14 +73,14 @@ class TrainerStages:
         self.stages = stages
         self.durations: dict[str, float] = {}
         self._next = 0
-        self._offset = 0
+        self._lines = AppendedLines(log_file)
         self._begun = 0.0
         self._started = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="medplay-startup", daemon=True)
 
     def __enter__(self) -> Self:
-        self._offset = self.log_file.stat().st_size if self.log_file.is_file() else 0
+        self._lines.skip_existing()
         self._begun = time.monotonic()
         self._started = self.run_started if self.run_started is not None else self._begun
         say(started_line(self.stages[0].name))
@@ -98,15 +99,7 @@ class TrainerStages:
 
     def poll(self) -> None:
         """Say the end of every stage whose line reached the log since the last poll, and the start of the next."""
-        try:
-            with self.log_file.open("rb") as handle:
-                handle.seek(self._offset)
-                chunk = handle.read()
-        except FileNotFoundError:
-            return
-        complete = chunk[: chunk.rfind(b"\n") + 1]
-        self._offset += len(complete)
-        for line in complete.decode("utf-8", errors="replace").splitlines():
+        for line in self._lines.read():
             if self._next >= len(self.stages) or self.stages[self._next].ends_with not in line:
                 continue
             now = time.monotonic()

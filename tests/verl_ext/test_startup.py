@@ -60,7 +60,7 @@ def test_the_stages_are_said_as_their_lines_reach_the_log(tmp_path: Path, capsys
         "medplay: rollout server: ready after N s",
         "medplay: verl's trainer ready after N s; one line per step follows",
     ]
-    assert set(watcher.durations) == {"data loaders", "actor and reference engines", "rollout server"}
+    assert set(watcher.durations) == {"data loaders", "actor and reference engines", "rollout server", "verl's trainer"}
 
 
 def test_a_stage_the_launcher_runs_itself_is_timed(capsys):
