@@ -124,13 +124,12 @@ python_phase() {
 ladder() {
     use_site
     local script="${repo}/scripts/learning_ladder.sh" status=0
-    if [[ ! -f "${script}" ]]; then
-        finish 1 "gpu_kit: ${script} is missing: the ladder phase runs the learning ladder script, which this tree lacks"
-        return
-    fi
-    # The ladder writes its own outputs into OUT; its console is kept beside them.
-    OUT="${out}" WORK="${work}" timeout -k 15 "${limit_s}" bash "${script}" "$([[ "${cpu}" == 1 ]] && echo cpu || echo gpu)" \
-        ${part:+"${part}"} > "${out}/ladder-console.txt" 2>&1 || status=$?
+    # The ladder's folder stays in the work folder between calls (each call runs one part); its console goes to OUT.
+    # --cpu runs the tiny scale: the same parts at sizes that end in minutes.
+    LADDER_DIR="${work}/ladder" MEDPLAY="$(medplay_bin)" timeout -k 15 "${limit_s}" bash "${script}" \
+        "$([[ "${cpu}" == 1 ]] && echo tiny || echo gpu)" ${part:+"${part}"} > "${out}/ladder-console.txt" 2>&1 || status=$?
+    # The table and the curves, once the compare part has written them.
+    cp "${work}/ladder/ladder.json" "${work}/ladder/ladder.md" "${out}/" 2>/dev/null || true
     tail -n 30 "${out}/ladder-console.txt"
     finish "${status}" "scripts/learning_ladder.sh ${part:-} exit status ${status}; its files are in ${out}"
 }
