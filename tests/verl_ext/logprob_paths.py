@@ -93,8 +93,6 @@ def run_variant(model_dir: str, overrides: list[str]) -> dict:
             "profile=cpu-smoke",
             f"medplay.model.path={model_dir}",
             f"actor_rollout_ref.actor.entropy_coeff={ENTROPY_COEFF}",
-            # fp32 compute: verl's FSDP engine otherwise runs the forward in bf16 autocast, also on CPU.
-            "+actor_rollout_ref.actor.fsdp_config.mixed_precision.param_dtype=fp32",
             # One optimizer step over the whole batch in one micro-batch.
             f"actor_rollout_ref.actor.ppo_mini_batch_size={len(SEQUENCE_LENGTHS)}",
             f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={len(SEQUENCE_LENGTHS)}",
