@@ -8,14 +8,13 @@ least `medplay.monitors.patience`) gets a warning line on stderr as well.
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
 from medical_team.console import say
 from medical_team.game.alarm import STREAK_PREFIX, AlarmFiring
-from medical_team.verl_ext.appended_lines import AppendedLines
+from medical_team.verl_ext.appended_lines import AppendedLines, PollingThread
 from medical_team.verl_ext.settings import MonitorSettings
 
 # (metric, format) shown after the bar; the per-step summary after training shows more.
@@ -65,24 +64,18 @@ class StepProgress:
         self.monitors = monitors  # None: no alarm lines
         self.poll_s = poll_s
         self._lines = AppendedLines(metrics_file)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="medplay-progress", daemon=True)
+        self._poller = PollingThread(self.poll, poll_s, "medplay-progress")
 
     def __enter__(self) -> Self:
         self._lines.skip_existing()  # a resumed run's earlier steps
-        self._thread.start()
+        self._poller.start()
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
+        self._poller.stop()
         self.poll()  # steps logged between the last poll and the end of training
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.poll_s):
-            self.poll()
 
     def poll(self) -> None:
         """Say a line for every complete record appended since the last poll."""

@@ -9,7 +9,6 @@ docs/verl-integration.md and checked against verl's source by tests/verl_ext/tes
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,7 +18,7 @@ from types import TracebackType
 from typing import Self
 
 from medical_team.console import say
-from medical_team.verl_ext.appended_lines import AppendedLines
+from medical_team.verl_ext.appended_lines import AppendedLines, PollingThread
 
 
 @dataclass(frozen=True)
@@ -76,26 +75,20 @@ class TrainerStages:
         self._lines = AppendedLines(log_file)
         self._begun = 0.0
         self._started = 0.0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="medplay-startup", daemon=True)
+        self._poller = PollingThread(self.poll, poll_s, "medplay-startup", done=lambda: self._next >= len(self.stages))
 
     def __enter__(self) -> Self:
         self._lines.skip_existing()
         self._begun = time.monotonic()
         self._started = self.run_started if self.run_started is not None else self._begun
         say(started_line(self.stages[0].name))
-        self._thread.start()
+        self._poller.start()
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        self._stop.set()
-        self._thread.join(timeout=10)
-
-    def _run(self) -> None:
-        while self._next < len(self.stages) and not self._stop.wait(self.poll_s):
-            self.poll()
+        self._poller.stop()
 
     def poll(self) -> None:
         """Say the end of every stage whose line reached the log since the last poll, and the start of the next."""
