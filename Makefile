@@ -23,8 +23,12 @@ $(STAMP): requirements/cpu.in requirements/cpu.lock requirements/cpu-nodeps.in p
 	$(PIP) --no-deps -e .
 	touch $@
 
+# Test files run on TEST_WORKERS pytest-xdist workers (a file's tests stay on one worker, so a module's run is shared):
+# most of an end-to-end run is one process starting at a time, so two runs side by side use two cores.
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # Everything but the end-to-end runs and the slow tests (markers in pyproject.toml): a quick check while editing.
 test-fast: $(STAMP)

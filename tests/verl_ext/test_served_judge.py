@@ -1,6 +1,6 @@
 """The served (`vllm`) judge without vLLM: settings, command line, a missing model, supervision, concurrency.
 
-The real vLLM server runs in tests/e2e/test_served_judge_cpu.py; here a loopback OpenAI-compatible
+The real vLLM server runs in tests/e2e/test_gpu_kit_cpu.py; here a loopback OpenAI-compatible
 endpoint stands in for it to show that agent loops' judge calls overlap, and a small HTTP server
 process stands in for the supervised process.
 """
