@@ -11,6 +11,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from medical_team.checkpoint_folder import TRACKER_NAME, last_checkpoint
 from medical_team.console import output_to_log, say
 from medical_team.errors import UserInputError
 
@@ -188,7 +189,7 @@ def run_paths(config: DictConfig, log_file: Path) -> RunPaths:
     return RunPaths(
         checkpoint_dir=checkpoint_dir,
         metrics_file=Path(config.medplay.metrics_file),
-        latest_step_file=checkpoint_dir / "latest_checkpointed_iteration.txt",
+        latest_step_file=checkpoint_dir / TRACKER_NAME,
         log_file=log_file,
     )
 
@@ -254,7 +255,6 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     The run's full output goes to a log file in the run folder (also to the terminal with `verbose`);
     the terminal gets the stages and one line per step.
     """
-    from medical_team.checkpoint_folder import last_checkpoint
     from medical_team.verl_ext.gpu_cap import emulate_card
     from medical_team.verl_ext.judge_run import check_judge, record_judge
     from medical_team.verl_ext.out_of_memory import out_of_memory

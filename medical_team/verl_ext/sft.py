@@ -17,6 +17,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
+from medical_team.checkpoint_folder import last_checkpoint
 from medical_team.errors import UserInputError
 from medical_team.verl_ext.launch import (
     CONFIG_MODULE,
@@ -114,10 +115,10 @@ def run_sft_trainer(sft_config: DictConfig) -> None:
 
 def latest_hf_folder(checkpoint_dir: Path) -> Path:
     """The Hugging Face folder of the newest checkpoint verl's tracker names."""
-    tracker = checkpoint_dir / "latest_checkpointed_iteration.txt"
-    if not tracker.is_file():
+    latest = last_checkpoint(checkpoint_dir)
+    if latest is None:
         raise UserInputError("no checkpoint was written", file=str(checkpoint_dir))
-    folder = checkpoint_dir / f"global_step_{tracker.read_text().strip()}" / "huggingface"
+    folder = Path(latest) / "huggingface"
     if not (folder / "config.json").is_file():
         raise UserInputError("the checkpoint has no Hugging Face weights (sft.checkpoint.save_contents)", file=str(folder))
     return folder
