@@ -55,7 +55,7 @@ def check_args(args: argparse.Namespace) -> None:
 
 
 def judge_settings(args: argparse.Namespace) -> tuple[JudgeSettings, Runtime]:
-    """configs/medplay.yaml's `medplay.judge` with the options given (checked first), and how to run it here."""
+    """configs/medplay.yaml's `medplay.judge` with the options given, both checked, and how to run it here."""
     from medical_team.judge.backends import Runtime
     from medical_team.judge.settings import packaged_judge_settings
 
@@ -71,10 +71,6 @@ def judge_settings(args: argparse.Namespace) -> tuple[JudgeSettings, Runtime]:
     }
     # behind the server a fully failed batch answers 503, so the client retries and counts it
     settings = packaged_judge_settings(max_consecutive_failures=1, **{k: v for k, v in given.items() if v is not None})
-    try:
-        settings.rules  # noqa: B018 - checks the length ratio band now, not in the background build
-    except ValueError as error:
-        raise UserInputError(str(error), field="--min-length-ratio/--max-length-ratio") from None
     runtime = Runtime(
         api_key=os.environ.get(args.api_key_env) if args.api_key_env else None,
         device=args.device,

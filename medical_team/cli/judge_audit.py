@@ -8,6 +8,7 @@ medplay judge audit --url http://127.0.0.1:8100 --output build/audit-server
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from medical_team.cli.arg_types import int_at_least
@@ -24,7 +25,7 @@ def _judge(args: argparse.Namespace):
         raise UserInputError(f"{args.url!r} is not an http(s) URL", field="--url")
     settings, runtime = judge_settings(args)
     if args.url:
-        settings = settings.with_changes(backend="http", url=args.url)
+        settings = dataclasses.replace(settings, backend="http", url=args.url)
     try:
         judge = build_judge(settings, runtime)
     except (OSError, ValueError) as error:

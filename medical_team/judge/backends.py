@@ -23,15 +23,13 @@ class Runtime:
 
 
 def build_judge(settings: JudgeSettings, runtime: Runtime = Runtime()) -> Judge:
-    """The judge `settings` describe; raises ValueError naming the option for an incomplete description."""
+    """The judge `settings` describe (checked by their schema); ValueError for a `vllm` judge not yet served."""
     retry = runtime.retry or settings.retry
     if settings.backend == "rules":
         return RulesJudge(settings.rules)
     if settings.backend == "http":
         from medical_team.judge.client import HttpJudge
 
-        if not settings.url:
-            raise ValueError("backend 'http' needs url (the judge server, e.g. http://127.0.0.1:8100)")
         return HttpJudge(
             settings.url,
             timeout_s=settings.timeout_s,
@@ -42,8 +40,6 @@ def build_judge(settings: JudgeSettings, runtime: Runtime = Runtime()) -> Judge:
     if settings.backend == "hf":
         from medical_team.judge.hf_backend import HFChatCompleter
 
-        if not settings.model:
-            raise ValueError("backend 'hf' needs model (a local folder or a cached hub id)")
         completer = HFChatCompleter(
             settings.model,
             device=runtime.device,
@@ -55,8 +51,8 @@ def build_judge(settings: JudgeSettings, runtime: Runtime = Runtime()) -> Judge:
     if settings.backend in ("openai", "vllm"):
         from medical_team.judge.openai_backend import OpenAIChatCompleter
 
-        if not settings.base_url or not settings.model:
-            raise ValueError(f"backend {settings.backend!r} needs base_url (e.g. http://127.0.0.1:8001/v1) and model")
+        if not settings.base_url:  # vllm: `medplay train` fills it in once the judge's server is up
+            raise ValueError(f"backend {settings.backend!r} needs base_url (e.g. http://127.0.0.1:8001/v1)")
         completer = OpenAIChatCompleter(
             settings.base_url,
             settings.model,

@@ -1,19 +1,18 @@
-"""The judge's settings: one shape of `medplay.judge` (configs/medplay.yaml), used by training and `medplay judge`.
+"""The judge's settings: the schema of `medplay.judge` (configs/medplay.yaml), used by training and `medplay judge`.
 
-Training builds it once from the composed config (`verl_ext/settings.py` checks every key first); the
-`medplay judge` commands start from the same section of the packaged configs/medplay.yaml and apply their
-options. Values live in the YAML only: no field here has a default. `packaged_judge_settings()` gives the
-YAML's values to callers without a composed config (the judge commands, tests, scripts).
+Training binds it as part of the `medplay:` section (`verl_ext/settings.py`); callers without a composed
+config (the judge commands, tests, scripts) bind the packaged YAML's section with their changes through
+`packaged_judge_settings`. Both go through `medical_team.schema.bind`; the values live in the YAML only.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import importlib.resources
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
+
+from medical_team.configs import packaged_section
+from medical_team.schema import Rules, bind, check
 
 if TYPE_CHECKING:
     from medical_team.judge.retry import RetryPolicy
@@ -25,57 +24,80 @@ MODEL_JUDGE_BACKENDS = ("vllm", "hf", "openai", "http")
 LOCAL_BACKENDS = ("rules", "hf", "openai")
 
 
+def _count() -> Any:
+    """A field holding an integer >= 1."""
+    return check(lambda n: n >= 1, "an integer >= 1")
+
+
+def _share() -> Any:
+    """A field holding a number in [0, 1]."""
+    return check(lambda x: 0 <= x <= 1, "a number in [0, 1]")
+
+
 @dataclass(frozen=True)
-class RuleSettings:
+class RuleSettings(Rules):
     """Bounds of the rule checks: a rewrite shorter than min or longer than max times the seed is not faithful."""
 
     min_length_ratio: float
     max_length_ratio: float
 
-    def __post_init__(self) -> None:
-        if not 0 < self.min_length_ratio <= 1 <= self.max_length_ratio:
-            raise ValueError(
-                f"length ratio band must satisfy 0 < min <= 1 <= max, got "
-                f"[{self.min_length_ratio}, {self.max_length_ratio}]"
-            )
+    @staticmethod
+    def problems(values: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+        """The length ratio band holds 1 (a copy is never cut for its length)."""
+        low, high = values.get("min_length_ratio"), values.get("max_length_ratio")
+        if low is not None and high is not None and not 0 < low <= 1 <= high:
+            yield "min_length_ratio", f"{low} with max {high}: the length ratio band must satisfy 0 < min <= 1 <= max"
 
 
 @dataclass(frozen=True)
 class ServeSettings:
     """`medplay.judge.serve`: the vLLM OpenAI server `medplay train` starts for the `vllm` backend."""
 
-    gpu_memory_utilization: float
-    kv_cache_memory_bytes: int | None
-    max_model_len: int | None
-    max_num_seqs: int
-    max_tokens: int
+    gpu_memory_utilization: float = check(lambda x: 0 < x < 1, "a number in (0, 1)")
+    kv_cache_memory_bytes: int | None = _count()
+    max_model_len: int | None = _count()
+    max_num_seqs: int = _count()
+    max_tokens: int = _count()
     dtype: str
     enforce_eager: bool
-    startup_timeout_s: float
-    port: int
-    concurrency: int
+    startup_timeout_s: float = check(lambda s: s > 0, "a number of seconds > 0")
+    port: int = check(lambda p: 0 <= p < 65536, "0 (a free port) or a port number (1-65535)")
+    concurrency: int = _count()
     extra_args: tuple[str, ...]
 
 
 @dataclass(frozen=True)
-class JudgeSettings:
+class JudgeSettings(Rules):
     """`medplay.judge`: which judge settles adversarial games, how to reach it, and how it is checked."""
 
-    backend: str
+    backend: str = check(lambda b: b in JUDGE_BACKENDS, f"one of {', '.join(JUDGE_BACKENDS)}")
     url: str | None
     model: str | None
     base_url: str | None
-    timeout_s: float
-    batch_size: int
-    attempts: int
-    max_consecutive_failures: int
+    timeout_s: float = check(lambda s: s > 0, "a number of seconds > 0")
+    batch_size: int = _count()
+    attempts: int = _count()
+    max_consecutive_failures: int = _count()
     min_length_ratio: float
     max_length_ratio: float
-    server_port: int
+    server_port: int = check(lambda p: 0 < p < 65536, "a port number (1-65535)")
     serve: ServeSettings
-    gold_probe_fraction: float
-    gold_accuracy_floor: float
-    gold_min_count: int
+    gold_probe_fraction: float = _share()
+    gold_accuracy_floor: float = _share()
+    gold_min_count: int = _count()
+
+    @staticmethod
+    def problems(values: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+        """Each backend's endpoint or model is set, and the rule checks' band is sound."""
+        backend, get = values.get("backend"), values.get
+        if backend == "http" and not get("url"):
+            yield "url", "required when judge.backend is http (e.g. http://127.0.0.1:8100)"
+        if backend == "openai" and not (get("base_url") and get("model")):
+            remote = "a remote OpenAI-compatible judge); for smoke tests only, medplay.judge.backend=rules"
+            yield "base_url", f"with medplay.judge.model, required when judge.backend is openai ({remote}"
+        if backend in ("vllm", "hf") and not get("model"):
+            yield "model", f"required when judge.backend is {backend} (a local model folder)"
+        yield from RuleSettings.problems(values)
 
     @property
     def probed(self) -> bool:
@@ -94,30 +116,12 @@ class JudgeSettings:
 
         return RetryPolicy(attempts=self.attempts)
 
-    @classmethod
-    def from_mapping(cls, section: Mapping[str, Any]) -> JudgeSettings:
-        """Settings from a `medplay.judge` mapping holding every key (checked by the caller)."""
-        serve = dict(section["serve"])
-        serve["extra_args"] = tuple(serve["extra_args"] or ())
-        return cls(**{**section, "serve": ServeSettings(**serve)})
-
-    def with_changes(self, **changes: Any) -> JudgeSettings:
-        """A copy with top-level fields, and `serve` fields given as a mapping, replaced."""
-        serve = changes.pop("serve", None)
-        if serve is not None:
-            changes["serve"] = dataclasses.replace(self.serve, **serve)
-        return dataclasses.replace(self, **changes)
-
-
-@lru_cache(maxsize=1)
-def packaged_judge_section() -> dict[str, Any]:
-    """The `medplay.judge` section of the packaged configs/medplay.yaml, as plain values."""
-    from omegaconf import OmegaConf
-
-    text = (importlib.resources.files("medical_team.configs") / "medplay.yaml").read_text()
-    return OmegaConf.to_container(OmegaConf.create(text).medplay.judge, resolve=True)
-
 
 def packaged_judge_settings(**changes: Any) -> JudgeSettings:
-    """configs/medplay.yaml's `medplay.judge` (no profile, no overrides) with `changes`; for callers without a run."""
-    return JudgeSettings.from_mapping(packaged_judge_section()).with_changes(**changes)
+    """configs/medplay.yaml's `medplay.judge` with `changes` (`serve` as a mapping of its changes), checked.
+
+    For callers without a composed run config: the judge commands, tests and scripts.
+    """
+    section = packaged_section()["judge"]
+    serve = {**section["serve"], **changes.pop("serve", {})}
+    return bind(JudgeSettings, {**section, **changes, "serve": serve}, "medplay.judge", "invalid judge settings")

@@ -53,6 +53,18 @@ PROBE_FIELD = "medplay_probe_behaviour"
 _judge_outages: list[str] = []
 
 
+# The config object the settings were bound from, and the settings: verl builds an agent loop per game, every
+# one on its worker's one config, so the section is bound once per worker process.
+_bound: list[tuple[Any, SelfPlaySettings]] = []
+
+
+def bound_settings(config: Any) -> SelfPlaySettings:
+    """The `medplay:` settings of `config`, bound at its first game in this process."""
+    if not _bound or _bound[0][0] is not config:
+        _bound[:] = [(config, settings_from_trainer_config(config))]
+    return _bound[0][1]
+
+
 def take_judge_outages() -> list[str]:
     """The judge outages seen in this process since the last call."""
     taken = list(_judge_outages)
@@ -126,7 +138,7 @@ class SelfPlayAgentLoop(_TurnPlayer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.settings: SelfPlaySettings = settings_from_trainer_config(self.config)
+        self.settings = bound_settings(self.config)
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> list[AgentLoopOutput]:
         """Play the row's game; outputs in turn order, the settled game on the last one."""
@@ -167,9 +179,9 @@ class SelfPlayAgentLoop(_TurnPlayer):
             trains = not outcome.dropped and self.settings.training_mode.trains(turn.role)
             extra = {CATEGORY_FIELD: outcome.category.value, TRAINS_FIELD: trains}
             reward = outcome.reward(turn.role) or 0.0
-            if self.settings.probe.enabled:  # the learning probe's reward replaces the game's (learning_probe.py)
+            if self.settings.learning_probe.enabled:  # its reward replaces the game's (learning_probe.py)
                 extra[PROBE_FIELD] = shows_behaviour(turn.role, turn.generation.response_ids, len(self.tokenizer))
-                reward = probe_reward(self.settings.probe, extra[PROBE_FIELD])
+                reward = probe_reward(self.settings.learning_probe, extra[PROBE_FIELD])
             outputs.append(self._output(turn, reward, extra))
         trace = game.trace(lambda turn: len(turn.generation.response_ids), self.rollout_config.response_length)
         outputs[-1].extra_fields[GAME_FIELD] = outcome.to_record()

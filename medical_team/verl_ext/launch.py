@@ -40,6 +40,15 @@ def available_profiles() -> list[str]:
     return sorted(entry.name.removesuffix(".yaml") for entry in folder.iterdir() if entry.name.endswith(".yaml"))
 
 
+def medplay_overrides(overrides: Sequence[str]) -> list[str]:
+    """The overrides with `+medplay.KEY=V` as `++medplay.KEY=V` (add or set).
+
+    Every key of `medplay:` is in configs/medplay.yaml, where Hydra refuses `+` (add) for a key that exists;
+    the schema checks every key and value of the section anyway, so a `+` there hides no mistake.
+    """
+    return [f"+{item}" if item.startswith("+medplay.") else item for item in overrides]
+
+
 def compose_raw(overrides: Sequence[str]) -> DictConfig:
     """configs/medplay.yaml with these Hydra overrides applied, paths and interpolations as written."""
     from hydra import compose, initialize_config_module
@@ -48,7 +57,7 @@ def compose_raw(overrides: Sequence[str]) -> DictConfig:
 
     try:
         with initialize_config_module(config_module=CONFIG_MODULE, version_base=None):
-            return compose(config_name=CONFIG_NAME, overrides=list(overrides))
+            return compose(config_name=CONFIG_NAME, overrides=medplay_overrides(overrides))
     except (HydraException, OmegaConfBaseException) as error:
         raise UserInputError(f"{error} (profiles: {', '.join(available_profiles())})", field="overrides") from error
 
@@ -212,7 +221,7 @@ def choose_ray_cluster(config: DictConfig) -> str:
     return "a new local cluster"
 
 
-def run_verl(config: DictConfig, log_file: Path, run_started: float | None = None) -> None:
+def run_verl(config: DictConfig, stop_grace_s: float, log_file: Path, run_started: float | None = None) -> None:
     """verl's `main_ppo.main` body for an already composed config: device, validation, Ray, task runner.
 
     The console shows each startup stage as it begins and ends (medical_team/verl_ext/startup.py); the
@@ -236,7 +245,7 @@ def run_verl(config: DictConfig, log_file: Path, run_started: float | None = Non
             if not ray.is_initialized():
                 start_ray(config)  # run_ppo then skips its own ray.init
         # After ray.init, which replaces the SIGTERM handler with one that exits at once.
-        install_sigterm_handler(Path(config.trainer.default_local_dir), float(config.medplay.stop_grace_s))
+        install_sigterm_handler(Path(config.trainer.default_local_dir), stop_grace_s)
         with TrainerStages(log_file, run_started):
             if config.trainer.use_v1:
                 run_ppo(config, task_runner_class=TaskRunnerV1)
@@ -290,7 +299,7 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
                     with StepProgress(
                         paths.metrics_file, config.trainer.total_training_steps, monitors=settings.monitors
                     ):
-                        run_verl(config, paths.log_file, started)
+                        run_verl(config, settings.stop_grace_s, paths.log_file, started)
             finally:
                 remove_orphaned_segments(segments_before)
     except UserInputError:

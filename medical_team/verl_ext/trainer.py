@@ -81,9 +81,8 @@ class SelfPlayTrainer(PPOTrainerSync):
         super().__init__(config)
         self.settings = settings_from_trainer_config(config)
         # the learning probe replaces the game's rewards, band included
-        self._band = (
-            self.settings.game.rewards.scheme is RewardScheme.DIFFICULTY_BAND and not self.settings.probe.enabled
-        )
+        probe = self.settings.learning_probe
+        self._band = self.settings.rewards.scheme is RewardScheme.DIFFICULTY_BAND and not probe.enabled
         self._alarm = CollapseAlarm(self.settings.monitors.rules, self.settings.monitors.patience)
         self._step_games: list[StepGame] = []
         self._step_judge_stats = JudgeStats()
@@ -160,7 +159,7 @@ class SelfPlayTrainer(PPOTrainerSync):
     def fit(self, agent_loop_manager: Any) -> None:
         """verl's training loop, with the metrics JSONL opened for appending (a resumed run keeps earlier steps)."""
         use_appending_file_logger()
-        self._non_finite_guard = NonFiniteGuard(max_consecutive=self.config.medplay.guards.max_non_finite_steps)
+        self._non_finite_guard = NonFiniteGuard(max_consecutive=self.settings.guards.max_non_finite_steps)
         judge = self.settings.judge
         self._gold_floor = GoldFloor(judge.gold_accuracy_floor, judge.gold_min_count) if judge.probed else None
         super().fit(agent_loop_manager)

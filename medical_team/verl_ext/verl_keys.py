@@ -1,7 +1,7 @@
 """Keys of the composed training config that verl 0.9.1's own `ppo_trainer` does not define: typos, unless listed.
 
 Hydra accepts a `+key=value` override and any key a profile file adds, so `trainer.totl_epochs` in a
-profile would otherwise be ignored without a word. `medplay:` is checked by `settings.py`.
+profile would otherwise be ignored without a word. `medplay:` is checked by its schema, `settings.py`.
 """
 
 from __future__ import annotations

@@ -7,6 +7,7 @@ from judge_helpers import HTTP, make_request, reworded, wire
 from loopback_apps import Calls, chat_completions_app, failing_app
 
 from medical_team.data.records import GameSeed
+from medical_team.errors import UserInputError
 from medical_team.judge.app import ServerSettings, create_app
 from medical_team.judge.backends import Runtime, build_judge
 from medical_team.judge.model_judge import ModelJudge
@@ -92,10 +93,12 @@ def test_endpoint_down_gives_ties_then_stops_the_run(serve, harmful: GameSeed) -
 
 
 def test_openai_backend_needs_url_and_model() -> None:
-    with pytest.raises(ValueError, match="needs base_url"):
-        build_judge(packaged_judge_settings(backend="openai", base_url=None))
-    with pytest.raises(ValueError, match="unknown judge backend 'gpt'"):
-        build_judge(packaged_judge_settings(backend="gpt"))
+    with pytest.raises(UserInputError, match="medplay.judge.base_url: with medplay.judge.model, required"):
+        packaged_judge_settings(backend="openai", base_url=None)
+    with pytest.raises(UserInputError, match="medplay.judge.backend: 'gpt' must be one of rules, vllm"):
+        packaged_judge_settings(backend="gpt")
+    with pytest.raises(ValueError, match="'vllm' needs base_url"):  # filled in by `medplay train`
+        build_judge(packaged_judge_settings(backend="vllm", base_url=None))
 
 
 def test_server_answers_503_when_its_upstream_is_down(serve, harmful: GameSeed) -> None:

@@ -11,19 +11,11 @@ from typing import Any
 import pytest
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from medical_team.judge.settings import packaged_judge_section
+from medical_team.configs import packaged_section
 
-MEDPLAY_SECTION: dict[str, Any] = {
-    "training_mode": "joint",
-    "adversarial_games": True,
-    "rewards": {"scheme": "general_sum", "localisation_bonus": 0.0, "remove_ties": True},
-    # configs/medplay.yaml's judge, with the model-free backend.
-    "judge": {**packaged_judge_section(), "backend": "rules"},
-    # configs/medplay.yaml's collapse monitors.
-    "monitors": OmegaConf.to_container(
-        OmegaConf.load(importlib.resources.files("medical_team.configs") / "medplay.yaml").medplay.monitors
-    ),
-}
+# configs/medplay.yaml's `medplay:` section, with the model-free judge.
+MEDPLAY_SECTION: dict[str, Any] = copy.deepcopy(packaged_section())
+MEDPLAY_SECTION["judge"]["backend"] = "rules"
 
 
 @pytest.fixture()

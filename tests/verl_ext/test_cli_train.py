@@ -50,5 +50,5 @@ def test_missing_data_names_the_file_and_the_fix(tmp_path: Path, capsys: pytest.
 def test_bad_game_settings_are_reported_together(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["train", "profile=cpu-smoke", "medplay.training_mode=both", "medplay.rewards.scheme=odd"]) == 2
     err = capsys.readouterr().err
-    assert "medplay.training_mode: 'both' is not one of joint, assessor, attacker" in err
+    assert "medplay.training_mode: 'both' must be one of joint, assessor, attacker" in err
     assert "medplay.rewards.scheme: 'odd'" in err

@@ -30,7 +30,7 @@ def test_an_empty_response_shows_no_behaviour() -> None:
 
 
 def test_the_control_rewards_the_opposite() -> None:
-    probe, control = ProbeSettings(enabled=True), ProbeSettings(enabled=True, inverted=True)
+    probe, control = ProbeSettings(enabled=True, inverted=False), ProbeSettings(enabled=True, inverted=True)
     assert (probe_reward(probe, True), probe_reward(probe, False)) == (1.0, 0.0)
     assert (probe_reward(control, True), probe_reward(control, False)) == (0.0, 1.0)
 

@@ -42,7 +42,7 @@ def test_serve_settings_are_validated_with_unknown_keys_named(medplay_section) -
     judge.update(backend="vllm", model="/m", serve={**judge["serve"], "gpu_memory_utilization": 1.5, "gpus": 1})
     with pytest.raises(UserInputError) as caught:
         selfplay_settings(medplay_section)
-    assert "medplay.judge.serve.gpu_memory_utilization: 1.5 must be in (0, 1)" in str(caught.value)
+    assert "medplay.judge.serve.gpu_memory_utilization: 1.5 must be a number in (0, 1)" in str(caught.value)
     assert "medplay.judge.serve.gpus: unknown key" in str(caught.value)
 
 

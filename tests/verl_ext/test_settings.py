@@ -27,23 +27,25 @@ def test_defaults_are_valid_and_leave_other_keys_alone(section) -> None:
     assert settings.game.rewards.remove_ties and settings.judge.backend == "rules"
 
 
-def test_every_problem_is_named_at_once(section) -> None:
+def test_every_problem_is_named_at_once(section, medplay_section) -> None:
+    judge = {**medplay_section["judge"], "backend": "http", "url": None, "batch_size": 0}
+    del judge["timeout_s"]
     bad = section(
         training_mode="both",
         rewards={"scheme": "sum", "localisation_bonus": 0.0, "remove_ties": True, "bonus": 1},
-        judge={"backend": "http", "batch_size": 0},
+        judge=judge,
     )
     with pytest.raises(UserInputError) as caught:
         selfplay_settings(bad)
     message = str(caught.value)
     for expected in (
-        "medplay.training_mode: 'both' is not one of joint, assessor, attacker",
+        "medplay.training_mode: 'both' must be one of joint, assessor, attacker",
         "medplay.rewards.scheme: 'sum'",
         "medplay.rewards.bonus: unknown key",
         "medplay.judge.url: required",
         "medplay.judge.batch_size: 0",
         # every judge key is required: its value lives in configs/medplay.yaml
-        "medplay.judge.timeout_s: missing",
+        "medplay.judge.timeout_s: missing; expected a number of seconds > 0",
     ):
         assert expected in message
 
@@ -74,8 +76,8 @@ def test_training_modes_train_their_roles() -> None:
 
 
 def test_learning_probe_is_off_unless_asked_and_checked(section) -> None:
-    assert not selfplay_settings(section()).probe.enabled
-    probe = selfplay_settings(section(learning_probe={"enabled": True, "inverted": True})).probe
+    assert not selfplay_settings(section()).learning_probe.enabled
+    probe = selfplay_settings(section(learning_probe={"enabled": True, "inverted": True})).learning_probe
     assert probe.enabled and probe.inverted
     with pytest.raises(UserInputError) as caught:
         selfplay_settings(section(learning_probe={"enabled": "yes", "flip": True}))
@@ -100,7 +102,9 @@ def test_monitors_default_to_warnings_and_are_checked(section) -> None:
     }
     with pytest.raises(UserInputError) as caught:
         selfplay_settings(section(monitors={"alarms": ["max_self_bleu"], "self_bleu_max_rewrites": 1}))
-    assert "medplay.monitors.alarms: ['max_self_bleu'] must be a mapping" in str(caught.value)
+    assert "medplay.monitors.alarms: ['max_self_bleu'] must be a mapping with the keys min_distinct_1," in str(
+        caught.value
+    )
     assert "medplay.monitors.self_bleu_max_rewrites: 1 must be an integer >= 2" in str(caught.value)
     assert "medplay.monitors.patience: missing" in str(caught.value)
 
@@ -110,3 +114,22 @@ def test_difficulty_band_is_a_reward_scheme(section, medplay_section) -> None:
 
     rewards = {**medplay_section["rewards"], "scheme": "difficulty_band"}
     assert selfplay_settings(section(rewards=rewards)).game.rewards.scheme is RewardScheme.DIFFICULTY_BAND
+
+
+def test_the_games_defaults_in_code_agree_with_the_yaml(medplay_section) -> None:
+    from medical_team.game import GameConfig
+
+    # GameConfig() and RewardConfig() stand in for the YAML where no run config exists (evaluation, the judge server)
+    assert selfplay_settings(medplay_section).game == GameConfig()
+
+
+def test_an_agent_loop_worker_binds_its_config_once(medplay_section) -> None:
+    from omegaconf import OmegaConf
+
+    from medical_team.verl_ext.agent_loop import bound_settings
+
+    config = OmegaConf.create({"medplay": medplay_section})
+    first = bound_settings(config)
+    assert bound_settings(config) is first  # one bind per worker, not one per game
+    other = OmegaConf.create({"medplay": medplay_section})
+    assert bound_settings(other) is not first and bound_settings(other) == first
