@@ -12,7 +12,7 @@ import dataclasses
 import difflib
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -42,7 +42,7 @@ class Rules:
             raise ValueError("; ".join(found))
 
 
-def bind(cls: type[T], values: Any, path: str, header: str, other_problems: list[str] | tuple = ()) -> T:
+def bind(cls: type[T], values: Any, path: str, header: str, other_problems: Sequence[str] = ()) -> T:
     """`values` as a `cls` (keys under `path`); raises UserInputError listing every problem, `other_problems` first."""
     problems = list(other_problems)
     bound = _bind(cls, values, path, problems)

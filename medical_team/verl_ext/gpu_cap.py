@@ -39,7 +39,7 @@ def card_total_gib() -> float | None:
 
 def emulate_card(config: DictConfig, total_gib: float | None = None) -> str | None:
     """Apply `medplay.emulate_gpu_gib` to the config (vLLM shares, workers' cap); a line for the console, or None."""
-    emulated = config.medplay.get("emulate_gpu_gib")
+    emulated = config.medplay.emulate_gpu_gib
     if emulated is None:
         return None
     if str(config.trainer.get("device", "cuda")) == "cpu":

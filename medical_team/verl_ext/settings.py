@@ -134,7 +134,7 @@ def selfplay_settings(section: Mapping[str, Any] | None, other_problems: Sequenc
     """Bind the `medplay:` section; raises UserInputError listing every problem (`other_problems` first)."""
     if section is None:
         raise UserInputError("the training config has no `medplay:` section", field="medplay")
-    return bind(SelfPlaySettings, section, "medplay", "invalid training config", tuple(other_problems))
+    return bind(SelfPlaySettings, section, "medplay", "invalid training config", other_problems)
 
 
 def settings_from_trainer_config(config: Any, other_problems: Sequence[str] = ()) -> SelfPlaySettings:
