@@ -124,4 +124,5 @@ def packaged_judge_settings(**changes: Any) -> JudgeSettings:
     """
     section = packaged_section()["judge"]
     serve = {**section["serve"], **changes.pop("serve", {})}
-    return bind(JudgeSettings, {**section, **changes, "serve": serve}, "medplay.judge", "invalid judge settings")
+    header = "invalid judge settings (configs/medplay.yaml's medplay.judge with the options given)"
+    return bind(JudgeSettings, {**section, **changes, "serve": serve}, "medplay.judge", header)
