@@ -28,6 +28,16 @@ def check(test: Callable[[Any], bool], expected: str) -> Any:
     return dataclasses.field(metadata={"test": test, "expected": expected})
 
 
+def at_least(low: float, what: str = "an integer") -> Any:
+    """A required field whose value must be >= `low` (`what`: the kind of number, in words)."""
+    return check(lambda x: x >= low, f"{what} >= {low}")
+
+
+def above(low: float, what: str) -> Any:
+    """A required field whose value must be > `low` (`what`: the kind of number, in words)."""
+    return check(lambda x: x > low, f"{what} > {low}")
+
+
 class Rules:
     """Base of a frozen dataclass with cross-field rules: checked when bound, and as a ValueError when built."""
 

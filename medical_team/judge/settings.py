@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from medical_team.configs import packaged_section
-from medical_team.schema import Rules, bind, check
+from medical_team.schema import Rules, above, at_least, bind, check
 
 if TYPE_CHECKING:
     from medical_team.judge.retry import RetryPolicy
@@ -22,11 +22,6 @@ JUDGE_BACKENDS = ("rules", "vllm", "hf", "openai", "http")
 MODEL_JUDGE_BACKENDS = ("vllm", "hf", "openai", "http")
 # Backends `medplay judge serve` and `medplay judge audit` build in-process (vllm is served by `medplay train`).
 LOCAL_BACKENDS = ("rules", "hf", "openai")
-
-
-def _count() -> Any:
-    """A field holding an integer >= 1."""
-    return check(lambda n: n >= 1, "an integer >= 1")
 
 
 def _share() -> Any:
@@ -54,15 +49,15 @@ class ServeSettings:
     """`medplay.judge.serve`: the vLLM OpenAI server `medplay train` starts for the `vllm` backend."""
 
     gpu_memory_utilization: float = check(lambda x: 0 < x < 1, "a number in (0, 1)")
-    kv_cache_memory_bytes: int | None = _count()
-    max_model_len: int | None = _count()
-    max_num_seqs: int = _count()
-    max_tokens: int = _count()
+    kv_cache_memory_bytes: int | None = at_least(1)
+    max_model_len: int | None = at_least(1)
+    max_num_seqs: int = at_least(1)
+    max_tokens: int = at_least(1)
     dtype: str
     enforce_eager: bool
-    startup_timeout_s: float = check(lambda s: s > 0, "a number of seconds > 0")
+    startup_timeout_s: float = above(0, "a number of seconds")
     port: int = check(lambda p: 0 <= p < 65536, "0 (a free port) or a port number (1-65535)")
-    concurrency: int = _count()
+    concurrency: int = at_least(1)
     extra_args: tuple[str, ...]
 
 
@@ -74,17 +69,17 @@ class JudgeSettings(Rules):
     url: str | None
     model: str | None
     base_url: str | None
-    timeout_s: float = check(lambda s: s > 0, "a number of seconds > 0")
-    batch_size: int = _count()
-    attempts: int = _count()
-    max_consecutive_failures: int = _count()
+    timeout_s: float = above(0, "a number of seconds")
+    batch_size: int = at_least(1)
+    attempts: int = at_least(1)
+    max_consecutive_failures: int = at_least(1)
     min_length_ratio: float
     max_length_ratio: float
     server_port: int = check(lambda p: 0 < p < 65536, "a port number (1-65535)")
     serve: ServeSettings
     gold_probe_fraction: float = _share()
     gold_accuracy_floor: float = _share()
-    gold_min_count: int = _count()
+    gold_min_count: int = at_least(1)
 
     @staticmethod
     def problems(values: Mapping[str, Any]) -> Iterator[tuple[str, str]]:

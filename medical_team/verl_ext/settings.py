@@ -17,7 +17,7 @@ from medical_team.errors import UserInputError
 from medical_team.game import GameConfig, RewardConfig
 from medical_team.game.alarm import ALARMS, AlarmAction, AlarmRule, alarm_rules
 from medical_team.judge.settings import JudgeSettings
-from medical_team.schema import Rules, bind, check
+from medical_team.schema import Rules, above, at_least, bind, check
 from medical_team.vocab import Category, Role
 
 
@@ -31,11 +31,6 @@ class TrainingMode(str, Enum):
     def trains(self, role: Role) -> bool:
         """True when samples of `role` update the policy in this mode."""
         return self is TrainingMode.JOINT or self.value == role.value
-
-
-def _positive(what: str) -> Any:
-    """A field holding a number > 0 (`what`: the number's unit, in words)."""
-    return check(lambda x: x > 0, f"{what} > 0")
 
 
 def _path(what: str = "a path") -> Any:
@@ -53,7 +48,7 @@ class ProbeSettings:
 
 # `medplay.monitors.alarms`: one threshold (or null: off) per alarm of game/alarm.py.
 Alarms = dataclasses.make_dataclass(
-    "Alarms", [(name, float | None, check(lambda x: x >= 0, "a number >= 0")) for name in ALARMS], frozen=True
+    "Alarms", [(name, float | None, at_least(0, "a number")) for name in ALARMS], frozen=True
 )
 
 
@@ -61,9 +56,9 @@ Alarms = dataclasses.make_dataclass(
 class MonitorSettings:
     """The collapse monitors' alarm (medical_team/game/monitors.py, alarm.py)."""
 
-    patience: int = check(lambda n: n >= 1, "an integer >= 1")  # steps in a row past a threshold before it fires
+    patience: int = at_least(1)  # steps in a row past a threshold before it fires
     action: AlarmAction  # warn: a console line; stop: the line, a checkpoint, the end of the run
-    self_bleu_max_rewrites: int = check(lambda n: n >= 2, "an integer >= 2")  # most rewrites one Self-BLEU compares
+    self_bleu_max_rewrites: int = at_least(2)  # most rewrites one Self-BLEU compares
     alarms: Alarms
 
     @property
@@ -76,7 +71,7 @@ class MonitorSettings:
 class GuardSettings:
     """`medplay.guards`: when a run stops itself."""
 
-    max_non_finite_steps: int = check(lambda n: n >= 1, "an integer >= 1")
+    max_non_finite_steps: int = at_least(1)
 
 
 @dataclass(frozen=True)
@@ -96,9 +91,9 @@ class SelfPlaySettings(Rules):
     metrics_file: str = _path()
     training_mode: TrainingMode
     adversarial_games: bool  # False plays every row as a vanilla game (assessor only)
-    stop_grace_s: float = _positive("a number of seconds")
+    stop_grace_s: float = above(0, "a number of seconds")
     cache_dir: str | None = _path("a folder")
-    emulate_gpu_gib: float | None = _positive("a number of GiB")
+    emulate_gpu_gib: float | None = above(0, "a number of GiB")
     guards: GuardSettings
     model: ModelSettings
     judge: JudgeSettings
