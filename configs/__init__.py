@@ -13,4 +13,4 @@ def packaged_section() -> dict[str, Any]:
     from omegaconf import OmegaConf
 
     text = (importlib.resources.files(__name__) / "medplay.yaml").read_text()
-    return OmegaConf.to_container(OmegaConf.create(text), resolve=True)["medplay"]
+    return OmegaConf.to_container(OmegaConf.create(text).medplay, resolve=True)
