@@ -68,4 +68,3 @@ def unknown_verl_keys(config: DictConfig, base: DictConfig | None = None) -> lis
         hint = f"; did you mean {parent + '.' if parent else ''}{close[0]}?" if close else ""
         problems.append(f"{path}: verl {VERL_VERSION} does not define this key{hint}")
     return problems
-

@@ -51,8 +51,14 @@ BAD_CONFIGS = [
     ("medplay.monitors.patience=0", "medplay.monitors.patience: 0 must be an integer >= 1"),
     ("medplay.monitors.alarms.max_copy_rate=lots", "alarms.max_copy_rate: 'lots' must be null or a number >= 0"),
     # verl's part: keys its own ppo_trainer config does not define
-    ("+trainer.totl_epochs=2", "trainer.totl_epochs: verl 0.9.1 does not define this key; did you mean trainer.total_epochs?"),
-    ("+data.max_promt_length=512", "data.max_promt_length: verl 0.9.1 does not define this key; did you mean data.max_prompt_length?"),
+    (
+        "+trainer.totl_epochs=2",
+        "trainer.totl_epochs: verl 0.9.1 does not define this key; did you mean trainer.total_epochs?",
+    ),
+    (
+        "+data.max_promt_length=512",
+        "data.max_promt_length: verl 0.9.1 does not define this key; did you mean data.max_prompt_length?",
+    ),
     ("+actor_rollout_ref.actor.optim.lrr=1e-5", "did you mean actor_rollout_ref.actor.optim.lr?"),
 ]
 
@@ -77,11 +83,14 @@ def test_the_shipped_config_is_valid() -> None:
 
 
 def test_free_form_subtrees_and_keys_verl_reads_are_not_typos() -> None:
-    assert problems_of(
-        "+actor_rollout_ref.model.override_config.rope_theta=10000",
-        "+ray_kwargs.ray_init.object_store_memory=1000000000",
-        "+actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space=1",
-    ) == ""
+    assert (
+        problems_of(
+            "+actor_rollout_ref.model.override_config.rope_theta=10000",
+            "+ray_kwargs.ray_init.object_store_memory=1000000000",
+            "+actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space=1",
+        )
+        == ""
+    )
 
 
 @pytest.mark.parametrize(("override", "expected"), BAD_CONFIGS, ids=[case[0] for case in BAD_CONFIGS])

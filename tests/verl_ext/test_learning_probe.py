@@ -20,7 +20,9 @@ def test_each_role_has_its_own_first_token_behaviour(first: int, assessor: bool,
 
 
 def test_the_behaviours_split_the_vocabulary_in_independent_halves() -> None:
-    both = [(shows_behaviour(Role.ASSESSOR, [t], VOCAB), shows_behaviour(Role.ATTACKER, [t], VOCAB)) for t in range(VOCAB)]
+    both = [
+        (shows_behaviour(Role.ASSESSOR, [t], VOCAB), shows_behaviour(Role.ATTACKER, [t], VOCAB)) for t in range(VOCAB)
+    ]
     for pair in ((True, True), (True, False), (False, True), (False, False)):
         assert both.count(pair) == VOCAB // 4
 
