@@ -86,6 +86,7 @@ class SelfPlayTrainer(PPOTrainerSync):
         self._alarm = CollapseAlarm(self.settings.monitors.rules, self.settings.monitors.patience)
         self._step_games: list[StepGame] = []
         self._step_judge_stats = JudgeStats()
+        self._saved_step: int | None = None  # the step of the last checkpoint saved
 
     def step(self, metrics: dict[str, Any], timing_raw: dict[str, Any]) -> KVBatchMeta:
         """verl's step; when it fails because the judge was down or every game tied, raise that instead."""
@@ -186,6 +187,7 @@ class SelfPlayTrainer(PPOTrainerSync):
         root = Path(self.config.trainer.default_local_dir)
         previous = read_tracker(root)
         super()._save_checkpoint()
+        self._saved_step = self.global_steps
         export_lora(root / f"global_step_{self.global_steps}" / "actor", self.config.actor_rollout_ref.model.path)
         self._commits.saved(self.global_steps, previous)
 
@@ -195,7 +197,5 @@ class SelfPlayTrainer(PPOTrainerSync):
         honour_stop_request(self, Path(self.config.trainer.default_local_dir), saved_this_step=self._saved_this_step())
 
     def _saved_this_step(self) -> bool:
-        """Whether verl's loop saved a checkpoint at this step (save_freq, or the last step)."""
-        save_freq = self.config.trainer.save_freq
-        is_last_step = self.global_steps >= self.total_training_steps
-        return save_freq > 0 and (is_last_step or self.global_steps % save_freq == 0)
+        """Whether a checkpoint of this step was saved (by verl's loop, before `on_step_end`, or by a stop)."""
+        return self._saved_step == self.global_steps

@@ -121,12 +121,11 @@ def test_degenerate_attacker_trips_the_alarm_and_stop_ends_the_run_after_the_ste
 
     monitors = {"patience": 2, "action": "stop", "alarms": {"max_self_bleu": 0.9}}
     config = configured(trainer_config, monitors=monitors)
-    with open_dict(config):
-        config.trainer.save_freq = 1  # verl saved this step's checkpoint already: the stop saves nothing more
     worker = worker_for(config, degenerate=True)
     trainer = SelfPlayTrainer(config)
     trainer.agent_loop_manager = LedgerManager(worker)
     trainer.global_steps, trainer.total_training_steps = 5, 100
+    trainer._saved_step = 5  # verl saved this step's checkpoint already: the stop saves nothing more
     for step in (1, 2):
         asyncio.run(play(worker, rows(medec_csv, per_category=2)))
         metrics: dict[str, Any] = {}

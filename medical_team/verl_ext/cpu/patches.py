@@ -80,9 +80,20 @@ def patch_vllm_keep_linear_weights(linear: ModuleType) -> None:
     method_cls.process_weights_after_loading = process_weights_after_loading
 
 
+# (module, the name in it the patch replaces, the patch); tests/verl_ext/test_verl_contracts.py checks each target.
+PATCHED_ON_IMPORT = (
+    ("verl.utils.distributed", "initialize_global_process_group_ray", patch_process_group_backend),
+    ("verl.workers.engine.fsdp.transformer_impl", "CPUOffloadPolicy", patch_unpinned_offload),
+    (
+        "vllm.model_executor.layers.linear",
+        "UnquantizedLinearMethod.process_weights_after_loading",
+        patch_vllm_keep_linear_weights,
+    ),
+)
+
+
 def install() -> None:
     """Apply every patch: now for modules already imported, otherwise on their first import."""
     patch_vllm_version_lookup()
-    when_imported("verl.utils.distributed", patch_process_group_backend)
-    when_imported("verl.workers.engine.fsdp.transformer_impl", patch_unpinned_offload)
-    when_imported("vllm.model_executor.layers.linear", patch_vllm_keep_linear_weights)
+    for module_name, _, patch in PATCHED_ON_IMPORT:
+        when_imported(module_name, patch)

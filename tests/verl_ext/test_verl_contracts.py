@@ -1,0 +1,511 @@
+"""Contract tests: each verl 0.9.1 behaviour medplay relies on outside verl's public seams, one test per contact.
+
+docs/verl-integration.md ("Contacts with verl internals") lists every contact with its test. The tests
+drive verl's own code (the replay buffer, the worker's post-processing, the V1 `fit` loop, ...) on tiny
+inputs, with TransferQueue, Ray and the models replaced by recorders, so a verl release that changes
+one of these behaviours fails here instead of grouping rows wrongly, or not stopping, in a run.
+
+    .venv/bin/python -m pytest -q tests/verl_ext/test_verl_contracts.py
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import dataclasses
+import importlib.util
+import inspect
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+import transfer_queue as tq
+from conftest import MEDPLAY_SECTION
+from omegaconf import DictConfig, OmegaConf, open_dict
+from tensordict import NonTensorData, NonTensorStack, TensorDict
+from transfer_queue import KVBatchMeta
+from verl.experimental.agent_loop.agent_loop import AgentLoopManager, AgentLoopMetrics, AgentLoopOutput
+from verl.trainer.ppo import padding_utils
+from verl.trainer.ppo.v1 import agent_loop_tq, trainer_base
+from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopWorkerTQ
+from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
+from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
+
+import medical_team.verl_ext.plugin  # noqa: F401 - registers the trainer, agent loops and estimator
+from medical_team.checkpoint_folder import TRACKER_NAME
+from medical_team.game import JudgeStats
+from medical_team.verl_ext import agent_loop_manager, trainer
+from medical_team.verl_ext.agent_loop import (
+    ASSESSOR_AGENT,
+    GAME_FIELD,
+    JUDGE_STATS_FIELD,
+    ROLE_FIELD,
+    TRACE_FIELD,
+    TRAINS_FIELD,
+)
+from medical_team.verl_ext.agent_loop_manager import SelfPlayAgentLoopManager, _SelfPlayAgentLoopWorker
+from medical_team.verl_ext.reliability.graceful_stop import request_stop
+from medical_team.verl_ext.roles import role_of_key, role_uid, row_key
+from medical_team.verl_ext.run_errors import NO_TRAJECTORIES
+from medical_team.verl_ext.trainer import TRAINER_NAME, SelfPlayTrainer, sample_metrics
+from medical_team.vocab import Role
+
+
+@pytest.fixture(scope="module")
+def v1_config() -> DictConfig:
+    """verl's composed `ppo_trainer` config with medplay's trainer and estimator (no model is loaded)."""
+    from hydra import compose, initialize_config_module
+
+    overrides = [
+        f"trainer.v1.trainer_mode={TRAINER_NAME}",
+        "algorithm.adv_estimator=reinforce_plus_plus_per_role",
+        "trainer.val_before_train=false",
+    ]
+    with initialize_config_module("verl.trainer.config", version_base=None):
+        config = compose("ppo_trainer", overrides=overrides)
+    with open_dict(config):
+        config.medplay = OmegaConf.create(MEDPLAY_SECTION)
+    return config
+
+
+def _prompt_tag(status: str, global_steps: int = 1) -> dict[str, Any]:
+    """The tag verl's trainer and worker give a prompt's own TransferQueue entry."""
+    return {"is_prompt": True, "status": status, "global_steps": global_steps}
+
+
+def _sync_replay_buffer(monkeypatch: pytest.MonkeyPatch, listing: dict[str, dict[str, dict]]) -> ReplayBuffer:
+    """verl's sync replay buffer over a TransferQueue holding exactly `listing` (partition -> key -> tag)."""
+    monkeypatch.setattr(tq, "kv_list", lambda *args, **kwargs: listing)
+    monkeypatch.setattr(tq, "kv_clear", lambda *args, **kwargs: None)
+    return ReplayBuffer(
+        trainer_mode="sync",
+        trainer_config=OmegaConf.create({}),
+        max_off_policy_threshold=None,
+        max_off_policy_strategy="drop",
+        sampler_kwargs=OmegaConf.create({}),
+        poll_interval=0.0,
+    )
+
+
+# --- the role carried in the uid and key -------------------------------------------------------------
+
+
+def test_role_rows_are_grouped_under_their_prompt_by_verls_replay_buffer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """verl's replay buffer groups trajectory keys by `key.split("_")[0]`: the prompt uid before the role."""
+    rows = {row_key(uid, role, 0): {"status": "success"} for uid in ("p1", "p2") for role in Role}
+    listing = {"train": {"p1": _prompt_tag("finished", 1), "p2": _prompt_tag("finished", 2), **rows}}
+
+    batch, _ = _sync_replay_buffer(monkeypatch, listing).sample(global_steps=2, partition_id="train", batch_size=1)
+
+    assert sorted(batch.keys) == sorted(row_key("p1", role, 0) for role in Role)
+
+
+def test_row_key_is_the_key_verls_worker_stores_each_role_under(monkeypatch: pytest.MonkeyPatch) -> None:
+    """verl's worker stores an output under `{uid}_{session}_{index}` with the uid it is handed, reward kept."""
+    stored: list[tuple[list[str], list[dict[str, Any]]]] = []
+
+    async def record_put(*, keys, fields, tags, partition_id):
+        stored.append((keys, fields))
+
+    monkeypatch.setattr(tq, "async_kv_batch_put", record_put)
+    monkeypatch.setattr(agent_loop_tq, "list_of_dict_to_tensordict", lambda fields: fields)
+    worker = _bare_worker()
+    outputs = [_output(Role.ATTACKER, reward=1.0), _output(Role.ASSESSOR, reward=-1.0, final=True)]
+
+    asyncio.run(worker._agent_loop_postprocess(outputs, False, uid="p1", session_id=3, global_steps=1))
+
+    assert [keys for keys, _ in stored] == [[row_key("p1", Role.ATTACKER, 3)], [row_key("p1", Role.ASSESSOR, 3)]]
+    assert [fields[0]["uid"] for _, fields in stored] == [role_uid("p1", Role.ATTACKER), role_uid("p1", Role.ASSESSOR)]
+    assert [float(fields[0]["rm_scores"][-1]) for _, fields in stored] == [1.0, -1.0]
+    assert worker.ledger.records[0]["row_keys"] == {role.value: row_key("p1", role, 3) for role in Role}
+
+
+def test_row_keys_split_into_one_session_per_role_by_verls_rsplit() -> None:
+    """verl's `rsplit("_", 2)` (GRPO broadcasting, rollout dumps) reads `<uid>_<role>` as the uid: roles never merge."""
+    from verl.protocol import DataProto
+    from verl.trainer.ppo.v1.utils import compute_advantage_for_multi_trajectories
+
+    keys = [row_key("p1", role, session) for role in (Role.ATTACKER, Role.ASSESSOR) for session in (0, 1)]
+    assert [key.rsplit("_", 2) for key in keys[:2]] == [
+        [role_uid("p1", Role.ATTACKER), "0", "0"],
+        [role_uid("p1", Role.ATTACKER), "1", "0"],
+    ]
+    rewards = torch.tensor([[0.0, 1.0], [0.0, 0.0], [0.0, 0.0], [0.0, 0.0]])
+    data = DataProto.from_dict(
+        tensors={"token_level_rewards": rewards, "response_mask": torch.ones(4, 2)},
+        non_tensors={"uid": np.array([key.rsplit("_", 2)[0] for key in keys], dtype=object)},
+    )
+
+    data = compute_advantage_for_multi_trajectories(data, keys, adv_estimator="grpo")
+
+    attacker, assessor = data.batch["advantages"][:2, 0], data.batch["advantages"][2:, 0]
+    assert attacker[0] > 0 > attacker[1]  # the attacker's own group, not the assessor's copied over
+    assert torch.all(assessor == 0)
+
+
+def test_verls_padding_rows_carry_no_role(monkeypatch: pytest.MonkeyPatch) -> None:
+    """verl pads a batch with keys `pad<hex>_<i>_0` tagged `is_padding`: no role, and not counted in samples/."""
+    monkeypatch.setattr(tq, "kv_batch_get", lambda **kwargs: [{}])
+    monkeypatch.setattr(tq, "kv_batch_put", lambda **kwargs: None)
+    monkeypatch.setattr(padding_utils, "list_of_dict_to_tensordict", lambda fields: fields)
+    monkeypatch.setattr(
+        padding_utils, "construct_minimal_padding_template", lambda source, tag, eos: ({}, {**tag, "is_padding": True})
+    )
+    real = [row_key("p1", Role.ATTACKER, 0), row_key("p1", Role.ASSESSOR, 0), row_key("p2", Role.ASSESSOR, 0)]
+    batch = KVBatchMeta(partition_id="train", keys=real, tags=[{"status": "success"} for _ in real])
+
+    padded = padding_utils.upsample_batch_to_divisible_size(batch, batch_multiple=4, eos_token_id=0)
+
+    assert len(padded.keys) == 4 and role_of_key(padded.keys[-1]) is None
+    assert sample_metrics(padded) == {"samples/attacker": 1.0, "samples/assessor": 2.0}
+
+
+# --- the difficulty band's rewrite of rm_scores -------------------------------------------------------
+
+
+def test_the_agent_loop_reward_is_the_last_token_of_rm_scores() -> None:
+    """verl turns `reward_score` into `rm_scores` with the reward on the last response token (band adds there)."""
+    output = AgentLoopOutput(
+        prompt_ids=[1, 2], response_ids=[3, 4, 5], response_mask=[1, 1, 1], reward_score=0.7, metrics=AgentLoopMetrics()
+    )
+
+    assert output.as_dict()["rm_scores"].tolist() == pytest.approx([0.0, 0.0, 0.7])
+
+
+def test_verls_advantage_reads_rm_scores_from_transfer_queue() -> None:
+    """`_compute_advantage` fetches `rm_scores` from TransferQueue itself, so the band's rewrite before it counts."""
+    source = inspect.getsource(trainer_base.PPOTrainer._compute_advantage)
+
+    fetched = source.split("tq.kv_batch_get", 1)[0]
+
+    assert '"rm_scores"' in fetched and "select_fields=fields" in source
+    assert 'data.batch["token_level_scores"] = data.batch["rm_scores"]' in source
+
+
+# --- verl's error text matched by medplay -------------------------------------------------------------
+
+
+def test_a_step_of_only_dropped_games_raises_the_text_medplay_matches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every game of the step a dropped tie: verl's sync replay buffer raises with "no materializable trajectories"."""
+    buffer = _sync_replay_buffer(monkeypatch, {"train": {"p1": _prompt_tag("finished")}})
+
+    with pytest.raises(RuntimeError, match=NO_TRAJECTORIES):
+        buffer.sample(global_steps=1, partition_id="train", batch_size=1)
+
+
+# --- verl's V1 fit loop: the copied save condition, the lowered loop bound, the wrapped logger ----------
+
+
+class _LoopProbe(SelfPlayTrainer):
+    """medplay's trainer in verl's real `fit` loop; the step and the metrics are recorded instead of run."""
+
+    def step(self, metrics: dict[str, Any], timing_raw: dict[str, Any]) -> KVBatchMeta:
+        if self.global_steps == self.stop_at:
+            request_stop(Path(self.config.trainer.default_local_dir), "test")
+        return KVBatchMeta(partition_id="train", keys=[], tags=[])
+
+    def _saved_this_step(self) -> bool:
+        claim = super()._saved_this_step()
+        self.claims.append((self.global_steps, claim))
+        return claim
+
+    def _compute_metrics(self, batch, metrics, timing_raw, global_steps, epoch) -> None:
+        metrics["probe/step"] = global_steps
+
+    def on_train_end(self) -> None:
+        self.ended = True
+
+
+def _record_verl_save(self: _LoopProbe) -> None:
+    """Stands in for verl's own save (what medplay's `_save_checkpoint` calls first)."""
+    self.saves.append(self.global_steps)
+
+
+class _Tracking:
+    """Stands in for verl's Tracking, recording what is logged."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.logged: list[int] = []
+
+    def log(self, data: dict[str, Any], step: int, backend: Any = None) -> None:
+        self.logged.append(step)
+
+
+class _StepCommits:
+    """Stands in for StepCommits, counting the commits medplay's wrapped logger makes."""
+
+    count = 0
+
+    def __init__(self, root: Path) -> None:
+        pass
+
+    def commit(self) -> None:
+        _StepCommits.count += 1
+
+    def saved(self, step: int, previous: int | None) -> None:
+        pass
+
+
+def _run_verl_fit(
+    config: DictConfig, monkeypatch: pytest.MonkeyPatch, root: Path, total: int, save_freq: int, stop_at: int = -1
+) -> _LoopProbe:
+    """Run verl's `PPOTrainer.fit` on a `_LoopProbe` for `total` steps; return the probe with its records."""
+    monkeypatch.setattr(trainer_base, "Tracking", _Tracking)
+    monkeypatch.setattr(trainer_base, "ValidationGenerationsLogger", lambda **kwargs: None)
+    monkeypatch.setattr(trainer_base, "DapoFilteredRewardTableLogger", lambda **kwargs: None)
+    monkeypatch.setattr(trainer_base, "SkipManager", SimpleNamespace(init=lambda config: None, set_step=lambda s: None))
+    monkeypatch.setattr(tq, "kv_clear", lambda **kwargs: None)
+    monkeypatch.setattr(trainer, "StepCommits", _StepCommits)
+    monkeypatch.setattr(trainer, "export_lora", lambda actor_dir, base_model: None)
+    monkeypatch.setattr(trainer_base.PPOTrainer, "_save_checkpoint", _record_verl_save)
+    _StepCommits.count = 0
+    config = config.copy()
+    config.trainer.save_freq, config.trainer.default_local_dir = save_freq, str(root)
+    probe = _LoopProbe(config)
+    probe.global_steps, probe.total_training_steps, probe.steps_per_epoch = 0, total, 1000
+    probe.checkpoint_manager = SimpleNamespace(update_weights=lambda step: None)
+    probe.stop_at, probe.saves, probe.claims, probe.ended, probe._gold_floor = stop_at, [], [], False, None
+    probe._init_dump_executor()
+    trainer_base.PPOTrainer.fit(probe, agent_loop_manager=None)
+    return probe
+
+
+@pytest.mark.parametrize("save_freq", [-1, 0, 1, 2, 3])
+@pytest.mark.parametrize("total", [1, 2, 5])
+def test_verl_saves_through_save_checkpoint_before_on_step_end(
+    v1_config: DictConfig, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, total: int, save_freq: int
+) -> None:
+    """verl's loop saves by calling `self._save_checkpoint()` before `on_step_end`: `_saved_this_step` sees each save."""
+    probe = _run_verl_fit(v1_config, monkeypatch, tmp_path, total, save_freq)
+
+    assert [step for step, _ in probe.claims] == list(range(1, total + 1))
+    assert [step for step, claim in probe.claims if claim] == probe.saves
+    assert bool(probe.saves) == (save_freq > 0)
+
+
+@pytest.mark.parametrize("stop_at", [2, 3])
+def test_lowering_total_training_steps_ends_verls_loop_after_the_step(
+    v1_config: DictConfig, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, stop_at: int
+) -> None:
+    """A stop request at step N: verl's loop logs step N, runs `on_train_end` and runs no step N+1; one save of N."""
+    probe = _run_verl_fit(v1_config, monkeypatch, tmp_path, total=6, save_freq=2, stop_at=stop_at)
+
+    assert probe.logger.logged == list(range(1, stop_at + 1))
+    assert probe.saves == [2, 3][: stop_at - 1]
+    assert probe.ended
+
+
+def test_the_wrapped_logger_sees_every_step_verl_logs(
+    v1_config: DictConfig, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """verl's `fit` sets `self.logger` before `on_train_begin` and logs each step through `self.logger.log`."""
+    probe = _run_verl_fit(v1_config, monkeypatch, tmp_path, total=3, save_freq=-1)
+
+    assert probe.logger.logged == [1, 2, 3] and _StepCommits.count == 3
+    assert list(inspect.signature(trainer_base.Tracking.log).parameters) == ["self", "data", "step", "backend"]
+
+
+# --- sync mode and the worker class --------------------------------------------------------------------
+
+
+def test_medplay_sync_runs_verls_sync_mode(v1_config: DictConfig) -> None:
+    """verl picks the class by `trainer_mode`, then switches its replay buffer and refill on the literal "sync"."""
+    from verl.trainer.ppo.v1 import get_trainer_cls
+
+    built = SelfPlayTrainer(v1_config.copy())
+
+    assert get_trainer_cls(TRAINER_NAME) is SelfPlayTrainer
+    assert built.trainer_mode == "sync" and type(built.replay_buffer) is ReplayBuffer
+    assert built.parameter_sync_step == 1
+
+
+def test_the_manager_starts_medplays_workers(v1_config: DictConfig, monkeypatch: pytest.MonkeyPatch) -> None:
+    """verl's `create` builds the manager, then starts `self.agent_loop_workers_class`: the class medplay set after."""
+    started: list[Any] = []
+
+    class Recorder:
+        def options(self, **kwargs: Any) -> Recorder:
+            return self
+
+        def remote(self, *args: Any) -> str:
+            started.append(args)
+            return f"worker {len(started)}"
+
+    monkeypatch.setattr(agent_loop_manager, "SelfPlayAgentLoopWorker", Recorder())
+    monkeypatch.setattr("ray.nodes", lambda: [{"NodeID": "ab" * 28, "Alive": True, "Resources": {"CPU": 1}}])
+
+    manager = SelfPlayAgentLoopManager.create(v1_config, None)
+
+    assert manager.agent_loop_workers == [
+        f"worker {i + 1}" for i in range(v1_config.actor_rollout_ref.rollout.agent.num_workers)
+    ]
+    assert isinstance(manager, AgentLoopManager)
+
+
+def test_validation_batches_reach_the_assessor_loop(monkeypatch: pytest.MonkeyPatch, v1_config: DictConfig) -> None:
+    """verl's worker keeps a batch's own `agent_name` (it sets the default loop only when there is none)."""
+    worker = _bare_worker()
+    worker.config, worker.background_tasks = v1_config, set()
+    played: list[str] = []
+
+    async def record_prompt(prompt, sampling_params, trajectory, trace=False):
+        played.append(prompt["agent_name"])
+
+    worker._run_prompt = record_prompt
+    batch = TensorDict({"input": torch.zeros(2, 1)}, batch_size=[2])
+    batch["validate"] = NonTensorData(True)
+    batch["global_steps"] = NonTensorData(1)
+    batch["index"] = NonTensorStack(NonTensorData(0), NonTensorData(1))
+
+    async def play() -> None:
+        await worker.generate_sequences(batch)
+        await asyncio.gather(*worker.background_tasks)
+
+    asyncio.run(play())
+
+    assert played == [ASSESSOR_AGENT, ASSESSOR_AGENT]
+
+
+def test_medplays_overrides_keep_verls_signatures() -> None:
+    """Every verl method medplay's trainer and worker override takes the same parameters as verl's."""
+    worker_base = AgentLoopWorkerTQ.__ray_actor_class__
+    pairs = [
+        (SelfPlayTrainer, PPOTrainerSync, name)
+        for name in (
+            "step",
+            "fit",
+            "on_train_begin",
+            "on_step_end",
+            "_compute_metrics",
+            "_compute_advantage",
+            "_save_checkpoint",
+        )
+    ]
+    pairs += [
+        (_SelfPlayAgentLoopWorker, worker_base, name) for name in ("generate_sequences", "_agent_loop_postprocess")
+    ]
+
+    for ours, theirs, name in pairs:
+        assert list(inspect.signature(getattr(ours, name)).parameters) == list(
+            inspect.signature(getattr(theirs, name)).parameters
+        ), f"{theirs.__name__}.{name} changed its parameters"
+    assert _SelfPlayAgentLoopWorker.__mro__[1] is worker_base
+
+
+# --- the appending file logger and the checkpoint tracker ------------------------------------------------
+
+
+def test_the_appending_file_logger_is_verls_file_logger_but_for_the_mode(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """verl's FileLogger opens "wb" (the reason for the copy); the copy sets the same attributes, opening "ab"."""
+    from verl.utils.tracking import FileLogger
+
+    from medical_team.verl_ext.reliability.metrics_file import AppendingFileLogger
+
+    monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(tmp_path / "metrics.jsonl"))
+    theirs, ours = FileLogger("p", "e"), AppendingFileLogger("p", "e")
+    try:
+        assert vars(theirs).keys() == vars(ours).keys() and theirs.filepath == ours.filepath
+        assert (theirs.fp.mode, ours.fp.mode) == ("wb", "ab")
+    finally:
+        theirs.finish()
+        ours.finish()
+    assert "FileLogger(project_name, experiment_name)" in inspect.getsource(trainer_base.Tracking.__init__)
+
+
+def test_verls_checkpoint_tracker_and_step_folder_names() -> None:
+    """StepCommits rewrites the tracker verl writes, and reads the `global_step_<n>` folders verl saves into."""
+    from verl.utils.checkpoint.checkpoint_manager import get_checkpoint_tracker_filename
+
+    assert Path(get_checkpoint_tracker_filename("/ckpt")) == Path("/ckpt") / TRACKER_NAME
+    assert 'f"global_step_{self.global_steps}"' in inspect.getsource(trainer_base.PPOTrainer._save_checkpoint)
+
+
+# --- the launcher's copy of main_ppo.main and the CPU patches' import hook -------------------------------
+
+
+def _called_names(function: Any) -> set[str]:
+    """The names of the functions `function`'s body calls (plain and attribute calls; not its decorators)."""
+    definition = ast.parse(textwrap.dedent(inspect.getsource(inspect.unwrap(function)))).body[0]
+    calls = (node.func for statement in definition.body for node in ast.walk(statement) if isinstance(node, ast.Call))
+    return {
+        call.id if isinstance(call, ast.Name) else call.attr
+        for call in calls
+        if isinstance(call, ast.Name | ast.Attribute)
+    }
+
+
+def test_run_verl_calls_what_verls_main_calls() -> None:
+    """`launch.run_verl` is `main_ppo.main`'s body: it calls every function verl's `main` calls."""
+    from verl.trainer import main_ppo
+
+    from medical_team.verl_ext.launch import run_verl
+
+    assert _called_names(main_ppo.main) - {"warning"} <= _called_names(run_verl)
+
+
+def test_the_cpu_patch_targets_exist_where_the_import_hook_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each module the import hook waits for is found by the normal finders, with the attribute each patch swaps."""
+    from medical_team.verl_ext.cpu import patches
+
+    for module_name, attribute, _ in patches.PATCHED_ON_IMPORT:
+        spec = importlib.util.find_spec(module_name)
+        assert spec is not None and hasattr(spec.loader, "exec_module"), module_name
+        owner, _, member = attribute.partition(".")
+        tree = ast.parse(Path(spec.origin).read_text())
+        names = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)}
+        names |= {
+            alias.asname or alias.name: alias
+            for node in tree.body
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+        }
+        assert owner in names, f"{module_name} no longer has {owner}"
+        if member:
+            methods = {node.name for node in names[owner].body if isinstance(node, ast.FunctionDef)}
+            assert member in methods, f"{module_name}.{owner} no longer has {member}"
+
+    from verl.utils import distributed
+
+    assert list(inspect.signature(distributed.initialize_global_process_group_ray).parameters) == [
+        "timeout_second",
+        "backend",
+    ]
+
+
+# --- helpers ----------------------------------------------------------------------------------------------
+
+
+def _bare_worker() -> _SelfPlayAgentLoopWorker:
+    """medplay's worker without verl's `__init__` (no model, server or TransferQueue), its scoring hooks no-ops."""
+    worker = _SelfPlayAgentLoopWorker.__new__(_SelfPlayAgentLoopWorker)
+    worker.ledger = agent_loop_manager.GameLedger()
+
+    async def nothing(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    worker._compute_score = nothing
+    worker._compute_teacher_logprobs = nothing
+    worker._compute_multi_modal_inputs = lambda output, input_ids: {}
+    worker._compute_position_ids = lambda input_ids, mask, inputs: torch.arange(input_ids.size(1)).unsqueeze(0)
+    return worker
+
+
+def _output(role: Role, reward: float, final: bool = False) -> AgentLoopOutput:
+    """One role's output of a settled game as medplay's agent loop returns it; the last one carries the game."""
+    extra: dict[str, Any] = {ROLE_FIELD: role.value, TRAINS_FIELD: True}
+    if final:
+        extra |= {GAME_FIELD: {}, JUDGE_STATS_FIELD: dataclasses.asdict(JudgeStats()), TRACE_FIELD: None}
+    return AgentLoopOutput(
+        prompt_ids=[1, 2],
+        response_ids=[3, 4],
+        response_mask=[1, 1],
+        reward_score=reward,
+        metrics=AgentLoopMetrics(),
+        extra_fields=extra,
+    )
