@@ -91,10 +91,11 @@ def run(args: argparse.Namespace) -> int:
     """Train, then print the per-step summary and where the checkpoint, the metrics file and the log are.
 
     A failed run ends with one line on stderr naming its cause; the traceback is in the run's log. Out of GPU
-    memory, the line names the phase, verl's memory figures and the knobs, and the exit status is 4.
+    memory, the line names the phase, verl's memory figures and the knobs; out of host RAM, what to lower; the
+    exit status of both is 4.
     """
     from medical_team.verl_ext.launch import train
-    from medical_team.verl_ext.out_of_memory import OUT_OF_MEMORY_EXIT, OutOfGpuMemoryError
+    from medical_team.verl_ext.out_of_memory import OUT_OF_MEMORY_EXIT, RunOutOfMemoryError
     from medical_team.verl_ext.run_errors import one_line, run_stopping_cause
 
     report = probe_report_path(args)
@@ -104,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         paths = train(overrides, verbose=args.verbose)
     except UserInputError:
         raise
-    except OutOfGpuMemoryError as error:
+    except RunOutOfMemoryError as error:
         print(f"medplay train: {error}", file=sys.stderr)
         return OUT_OF_MEMORY_EXIT
     except Exception as error:  # noqa: BLE001 - one line naming the cause; the traceback is in the run's log

@@ -58,7 +58,11 @@ ROLLOUT_FAILURE = re.compile(r"RayTaskError\(OutOfMemoryError\): \S*vLLMHttpServ
 TORCH_OOM_TEXT = re.compile(r"CUDA out of memory[^\n]*|(?<=torch\.OutOfMemoryError: )[^\n]+")
 
 
-class OutOfGpuMemoryError(RuntimeError):
+class RunOutOfMemoryError(RuntimeError):
+    """The run ran out of memory: GPU (a phase's torch out-of-memory) or host RAM (Ray's memory monitor)."""
+
+
+class OutOfGpuMemoryError(RunOutOfMemoryError):
     """The run ran out of GPU memory in `phase`; the message names the figures and the knobs."""
 
     def __init__(self, phase: str, detail: str, verl_figures: str | None, checkpoint: str | None) -> None:
@@ -69,6 +73,18 @@ class OutOfGpuMemoryError(RuntimeError):
         super().__init__(
             f"out of GPU memory in {phase}: {detail}{figures}; turn down {knobs} "
             f"(`medplay probe --plan` sizes them for this GPU; docs/troubleshooting.md){kept}"
+        )
+
+
+class OutOfHostMemoryError(RunOutOfMemoryError):
+    """Ray's memory monitor killed workers because the host's RAM ran short; the message says what to do."""
+
+    def __init__(self, detail: str, checkpoint: str | None) -> None:
+        kept = f"; the last checkpoint is intact: {checkpoint}" if checkpoint else "; no checkpoint was saved yet"
+        super().__init__(
+            f"out of host memory: {detail}; other processes on this host share its RAM: stop them, or lower "
+            "data.train_batch_size, actor_rollout_ref.rollout.agent.num_workers and the offloads "
+            f"(docs/troubleshooting.md, Out of memory (host RAM)){kept}"
         )
 
 
@@ -85,8 +101,15 @@ def _chain(error: BaseException) -> list[BaseException]:
     return found
 
 
+def _is_ray_host_oom(error: BaseException) -> bool:
+    """Ray's own `OutOfMemoryError`: its memory monitor killed a worker for the host's RAM (not torch's error)."""
+    return type(error).__name__ == "OutOfMemoryError" and type(error).__module__ == "ray.exceptions"
+
+
 def _is_torch_oom(error: BaseException) -> bool:
     """torch's out-of-memory error, or a Ray error standing for one raised in another process."""
+    if _is_ray_host_oom(error):
+        return False
     try:
         import torch
 
@@ -139,11 +162,14 @@ def _judge_log_oom(error: BaseException) -> str | None:
 
 def out_of_memory(
     error: BaseException, log_file: Path | None, metrics_file: Path | None, checkpoint: str | None
-) -> OutOfGpuMemoryError | None:
-    """The run's error as an OutOfGpuMemoryError when a CUDA out-of-memory caused it, else None."""
+) -> RunOutOfMemoryError | None:
+    """The run's error as a RunOutOfMemoryError when running out of GPU memory or host RAM caused it, else None."""
     from medical_team.verl_ext.served_judge import JudgeServerError
 
     chain = _chain(error)
+    host = next((item for item in chain if _is_ray_host_oom(item)), None)
+    if host is not None:
+        return OutOfHostMemoryError(str(host).strip().splitlines()[0][:400].rstrip("."), checkpoint)
     for item in chain:
         if isinstance(item, JudgeServerError) and (line := _judge_log_oom(item)):
             return OutOfGpuMemoryError(JUDGE_SERVER, line, None, checkpoint)

@@ -56,7 +56,10 @@ def assert_trainer_joined(appliance, address: str) -> None:
     assert "Started a local Ray instance" not in full_log
 
 
-def test_broken_csv_stops_the_pipeline_with_the_converters_message(appliance):
+def test_broken_csv_stops_the_pipeline_on_the_cluster_in_ray_address_with_the_converters_message(
+    appliance, external_ray_head
+):
+    appliance.env.update(external_ray_head.env, RAY_ADDRESS=external_ray_head.address)
     write_broken_csv(appliance.data / "medec.csv")
 
     # cpu-smoke's own attention, given as an override so that the probe is told it (no flash-attn check).
@@ -70,9 +73,12 @@ def test_broken_csv_stops_the_pipeline_with_the_converters_message(appliance):
     # The steps before it ran and kept their logs; supervisord was shut down by the pipeline-exit listener.
     probe = json.loads((appliance.logs / "probe.json").read_text())
     assert (probe["profile"], probe["attention"]) == ("cpu-smoke", "sdpa")
-    assert "is ready" in appliance.log("pipeline", "ray-ready.log")
     assert "the pipeline exited (2)" in appliance.log("supervisor", "pipeline-exit.log")
-    assert "spawned: 'ray-head'" in supervisord_log(appliance)
+    # The pipeline joined the separately started cluster instead of starting a head of its own.
+    assert f"joining the existing Ray cluster at {external_ray_head.address}" in result.stdout
+    assert "is ready" in appliance.log("pipeline", "ray-ready.log")
+    assert "spawned: 'ray-head'" not in supervisord_log(appliance)
+    assert not (appliance.logs / "pipeline" / "ray-head.log").exists()
 
 
 def package_with_yaml_judge_backend(root: Path, backend: str) -> Path:
@@ -87,36 +93,8 @@ def package_with_yaml_judge_backend(root: Path, backend: str) -> Path:
     return root
 
 
-def test_train_two_steps_under_supervisord_judged_by_the_judge_program(appliance, tmp_path):
-    (judge_port,) = free_ports(1)
-    appliance.env.update(MEDPLAY_JUDGE_SERVE_ARGS="--backend rules")
-    # The judge backend changes in the YAML only: the pipeline reads the composed config, not the overrides.
-    appliance.env["PYTHONPATH"] = str(package_with_yaml_judge_backend(tmp_path / "package", "http"))
-
-    result = appliance.run("train", *TRAIN_2_STEPS, f"medplay.judge.server_port={judge_port}")
-
-    assert result.returncode == 0, result.stdout[-8000:]
-    for step in ("probe", "ray-head", "ray-ready", "convert", "train"):
-        assert (appliance.logs / "pipeline" / f"{step}.log").exists(), step
-    assert "spawned: 'ray-head'" in supervisord_log(appliance)
-    # The trainer joined the head supervisord started rather than starting a Ray of its own.
-    assert_trainer_joined(appliance, f"127.0.0.1:{appliance.env['MEDPLAY_RAY_PORT']}")
-    checkpoints = sorted(path.name for path in appliance.checkpoints.glob("global_step_*"))
-    assert "global_step_2" in checkpoints, checkpoints
-    assert (appliance.checkpoints / "latest_checkpointed_iteration.txt").read_text().strip() == "2"
-    # The judge program served the adversarial games of the run.
-    assert "spawned: 'judge'" in supervisord_log(appliance)
-    assert "judge server is ready" in appliance.log("pipeline", "judge-ready.log")
-    assert "composed: http" in appliance.log("pipeline", "config.log")
-    config = (appliance.checkpoints / "config.yaml").read_text()
-    assert f"url: http://127.0.0.1:{judge_port}" in config and "backend: http" in config
-    assert re.search(r'"POST /\S+ HTTP/1\.1" 200', appliance.log("supervisor", "judge.log"))
-
-
-def test_docker_stop_while_training_on_the_cluster_in_ray_address(appliance, external_ray_head):
-    appliance.env.update(external_ray_head.env, RAY_ADDRESS=external_ray_head.address)
-    # No scheduled checkpoint before step 100: the one found afterwards is the one SIGTERM asked for.
-    args = ["train", "trainer.total_training_steps=200", "trainer.save_freq=100"]
+def run_then_stop(appliance, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the entrypoint and send it SIGTERM (what `docker stop` sends) once a training step is logged."""
     process = subprocess.Popen([str(ENTRYPOINT), *args], env=appliance.env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
     metrics = appliance.checkpoints / "metrics.jsonl"
@@ -125,22 +103,38 @@ def test_docker_stop_while_training_on_the_cluster_in_ray_address(appliance, ext
         while not (metrics.exists() and metrics.read_text().count("\n") >= 1):
             assert process.poll() is None and time.monotonic() < deadline, "no training step was logged"
             time.sleep(1)
-        process.send_signal(signal.SIGTERM)  # what `docker stop` sends to the container's main process
+        process.send_signal(signal.SIGTERM)
         output, _ = process.communicate(timeout=300)
     finally:
         stop_session(process.pid)
+    return subprocess.CompletedProcess(process.args, process.returncode, output, None)
 
-    assert process.returncode == 0, output[-8000:]
-    # The pipeline joined the separately started cluster instead of starting a head of its own.
-    assert f"joining the existing Ray cluster at {external_ray_head.address}" in output
-    assert "spawned: 'ray-head'" not in supervisord_log(appliance)
-    assert not (appliance.logs / "pipeline" / "ray-head.log").exists()
-    # cpu-smoke's YAML judges with rules: the pipeline starts no judge program.
-    assert "composed: rules" in appliance.log("pipeline", "config.log")
-    assert "spawned: 'judge'" not in supervisord_log(appliance)
-    assert_trainer_joined(appliance, external_ray_head.address)
+
+def test_docker_stop_while_training_under_supervisord_judged_by_the_judge_program(appliance, tmp_path):
+    (judge_port,) = free_ports(1)
+    appliance.env.update(MEDPLAY_JUDGE_SERVE_ARGS="--backend rules")
+    # The judge backend changes in the YAML only: the pipeline reads the composed config, not the overrides.
+    appliance.env["PYTHONPATH"] = str(package_with_yaml_judge_backend(tmp_path / "package", "http"))
+    # No scheduled checkpoint before step 100: the one found afterwards is the one SIGTERM asked for.
+    args = ["trainer.total_training_steps=200", "trainer.save_freq=100", f"medplay.judge.server_port={judge_port}"]
+
+    result = run_then_stop(appliance, "train", *args)
+
+    assert result.returncode == 0, result.stdout[-8000:]
+    for step in ("probe", "ray-head", "ray-ready", "convert", "train"):
+        assert (appliance.logs / "pipeline" / f"{step}.log").exists(), step
+    assert "spawned: 'ray-head'" in supervisord_log(appliance)
+    # The trainer joined the head supervisord started rather than starting a Ray of its own.
+    assert_trainer_joined(appliance, f"127.0.0.1:{appliance.env['MEDPLAY_RAY_PORT']}")
     # SIGTERM reached the trainer, which saved a checkpoint and exited 0.
-    assert "received SIGTERM: forwarding it to the running step" in output
+    assert "received SIGTERM: forwarding it to the running step" in result.stdout
     assert "SIGTERM received: saving a checkpoint and stopping" in appliance.log("pipeline", "train.log")
     latest = int((appliance.checkpoints / "latest_checkpointed_iteration.txt").read_text())
     assert 1 <= latest < 100 and (appliance.checkpoints / f"global_step_{latest}").is_dir()
+    # The judge program served the adversarial games of the run.
+    assert "spawned: 'judge'" in supervisord_log(appliance)
+    assert "judge server is ready" in appliance.log("pipeline", "judge-ready.log")
+    assert "composed: http" in appliance.log("pipeline", "config.log")
+    config = (appliance.checkpoints / "config.yaml").read_text()
+    assert f"url: http://127.0.0.1:{judge_port}" in config and "backend: http" in config
+    assert re.search(r'"POST /\S+ HTTP/1\.1" 200', appliance.log("supervisor", "judge.log"))

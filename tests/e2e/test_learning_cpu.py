@@ -2,7 +2,7 @@
 
     .venv/bin/python -m pytest -q -m e2e tests/e2e/test_learning_cpu.py
 
-`medplay train profile=cpu-smoke` runs twice, side by side, with `medplay.learning_probe` on (docs/game.md,
+`medplay train profile=cpu-smoke` runs twice, one after the other, with `medplay.learning_probe` on (docs/game.md,
 "Learning probe"): the assessor is rewarded for an even first token id, the attacker for a first
 token id in the lower half of the vocabulary, each through the game's own reward path (agent loop,
 two games per seed row, per-seed group baselines per role, actor update, weight sync to vLLM). The
@@ -14,11 +14,10 @@ opposite, shows the movement follows the reward and not a drift of the model.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
-from cpu_smoke import convert, metrics_by_step, train_command
+from cpu_smoke import convert, metrics_by_step, train
 
 from medical_team.vocab import Role
 
@@ -76,19 +75,14 @@ def start_and_end(rates: list[tuple[float, float]]) -> tuple[float, float]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[Role, list[tuple[float, float]]]]:
-    """The probe run and the inverted control run, side by side (most of a short run is start-up and polling)."""
-    roots = {name: tmp_path_factory.mktemp(name) for name in ("probe", "control")}
-    started = {}
-    for name, root in roots.items():
+    """The probe run, then the inverted control run (one at a time: `make test` already runs two test files at once)."""
+    rates = {}
+    for name in ("probe", "control"):
+        root = tmp_path_factory.mktemp(name)
         convert(root / "data")
-        command = train_command(root, STEPS, *PROBE_OVERRIDES, f"medplay.learning_probe.inverted={name == 'control'}")
-        log = (root / "train.log").open("w")
-        started[name] = (subprocess.Popen(command, cwd=root, stdout=log, stderr=subprocess.STDOUT), log)
-    for name, (process, log) in started.items():
-        code = process.wait()
-        log.close()
-        assert code == 0, f"{name} run: exit {code}\n{(roots[name] / 'train.log').read_text()[-6000:]}"
-    return {name: behaviour_rates(root) for name, root in roots.items()}
+        train(root, STEPS, *PROBE_OVERRIDES, f"medplay.learning_probe.inverted={name == 'control'}")
+        rates[name] = behaviour_rates(root)
+    return rates
 
 
 @pytest.mark.parametrize("role", list(Role))

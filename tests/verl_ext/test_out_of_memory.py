@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from ray.exceptions import OutOfMemoryError as RayHostOutOfMemoryError
 from ray.exceptions import RayTaskError
 
 from medical_team.verl_ext.out_of_memory import (
@@ -80,6 +81,21 @@ def test_an_out_of_memory_in_the_judges_server_is_read_from_its_log(tmp_path):
     assert found is not None and found.phase == "judge_server"
     assert "medplay.judge.serve.gpu_memory_utilization" in str(found) and "no checkpoint was saved yet" in str(found)
     assert out_of_memory(JudgeServerError("did not answer within 900 s; its log: /nowhere"), None, None, None) is None
+
+
+def test_rays_memory_monitor_killing_workers_is_out_of_host_memory_not_gpu(tmp_path):
+    # Ray's own OutOfMemoryError shares torch's class name; it means the host's RAM ran short.
+    killed = RayHostOutOfMemoryError(
+        "4 worker(s) were killed due to the node running low on memory.\nMemory on the node was 22.09GB used"
+    )
+    try:
+        raise RuntimeError("the task runner failed") from killed
+    except RuntimeError as chained:
+        found = out_of_memory(chained, None, None, None)
+    message = str(found)
+    assert message.startswith("out of host memory: 4 worker(s) were killed due to the node running low on memory;")
+    assert "GPU" not in message and "Out of memory (host RAM)" in message
+    assert message.endswith("no checkpoint was saved yet")
 
 
 def test_the_innermost_phase_method_of_the_traceback_wins():
