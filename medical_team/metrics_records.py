@@ -1,7 +1,8 @@
 """The metrics JSONL verl's file logger writes (`{"step": N, "data": {...}}` a line), read the same way by every reader.
 
-The per-step summaries of `medplay train` and `medplay sft`, the console's step progress, the
-out-of-memory report and `medplay report` (`evaluate/metrics_log.py`) all read it through here:
+The per-step summaries of `medplay train` and `medplay sft`, the out-of-memory report and
+`medplay report` (`evaluate/metrics_log.py`) read it with `read_step_records`; the console's step
+progress tails it and parses each whole line with `parse_record`. The rules:
 
 - the records of one step merge, later keys winning: a resumed run replays the steps after its last
   checkpoint, and verl's SFT trainer logs a step's validation loss in a record of its own;
