@@ -27,6 +27,8 @@ from typing import Any, Self
 import psutil
 from bench_runs import PHASES, summarise_metrics
 
+from medical_team.metrics_records import read_step_records
+
 # A bigger log is cut to its end: the device tool brings back files of limited size.
 MAX_LOG_BYTES = 15_000_000
 STOP_GRACE_S = 30
@@ -262,15 +264,13 @@ def startup_seconds(console: str) -> float | None:
 def run_figures(metrics: Path) -> dict[str, Any]:
     """Medians after the first step (warm-up), and per step the phase times and the memory figures verl logged."""
     figures = summarise_metrics(metrics, skip_steps=1)
-    rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
     per_step = []
-    for row in rows:
-        data = row.get("data", {})
+    for step, data in read_step_records(metrics).steps.items():
         kept = {
             f"timing_s/{phase}": data[f"timing_s/{phase}"] for phase in ("step", *PHASES) if f"timing_s/{phase}" in data
         }
         kept.update({key: value for key, value in data.items() if "memory" in key or "mfu" in key})
-        per_step.append({"step": row.get("step"), **kept})
+        per_step.append({"step": step, **kept})
     figures["per_step"] = per_step
     return figures
 

@@ -16,7 +16,7 @@ def run(args: argparse.Namespace) -> int:
     drawn = [r for r in results if r.png is not None]
     print(f"read {len(history.steps)} steps from {args.metrics}")
     if history.replaced_steps:
-        print(f"{history.replaced_steps} steps were logged more than once; the last record of each is used")
+        print(f"{history.replaced_steps} records repeat a step logged before; a step's records merge, later values win")
     if history.skipped_values:
         print(f"{history.skipped_values} non-numeric values were not plotted")
     for result in results:

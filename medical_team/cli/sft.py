@@ -7,28 +7,24 @@ Example: `medplay sft profile=cpu-smoke medplay.data_dir=build/data`, then
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from medical_team.cli.train import PROFILE_CHOICE, add_profile_arguments, probe_report_path, with_profile
+from medical_team.cli.train import (
+    PROFILE_CHOICE,
+    add_profile_arguments,
+    print_step_lines,
+    probe_report_path,
+    step_lines,
+    with_profile,
+)
 
 # Shown per step after training; the metrics file holds every metric verl logs.
 SUMMARY_METRICS = ("train/loss", "val/loss", "train/grad_norm", "train/lr")
 
 
 def loss_lines(metrics_file: Path) -> list[str]:
-    """One line per logged step with the loss metrics (records of one step merged), from verl's metrics JSONL."""
-    if not metrics_file.is_file():
-        return []
-    steps: dict[int, dict[str, float]] = {}
-    for line in metrics_file.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            record = json.loads(line)
-            steps.setdefault(int(record["step"]), {}).update(record["data"])
-    return [
-        f"step {step}: " + "  ".join(f"{name}={data[name]:.4g}" for name in SUMMARY_METRICS if name in data)
-        for step, data in sorted(steps.items())
-    ]
+    """One line per logged step with the loss metrics, from verl's metrics JSONL (a step's records merged)."""
+    return step_lines(metrics_file, SUMMARY_METRICS, digits=4)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,8 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from medical_team.verl_ext.sft import sft
 
     paths = sft(with_profile(list(args.overrides), probe_report_path(args)))
-    for line in loss_lines(paths.metrics_file):
-        print(line)
+    print_step_lines("sft", paths.metrics_file, SUMMARY_METRICS, digits=4)
     print(f"metrics: {paths.metrics_file}")
     print(f"model: {paths.model_dir}  (medplay train medplay.model.path={paths.model_dir}; medplay eval --model ...)")
     return 0

@@ -6,9 +6,11 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from medical_team.errors import UserInputError
+from medical_team.metrics_records import read_step_records
 
 DEFAULT_PROFILE = "cpu-smoke"
 # The probe's report; its `profile` field names the hardware profile it chose.
@@ -71,20 +73,31 @@ def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("overrides", nargs="*", help="Hydra overrides (key=value)")
 
 
-def step_lines(metrics_file: Path) -> list[str]:
-    """One readable line per logged step (the last record of a step wins), from verl's metrics JSONL."""
+def step_lines(metrics_file: Path, metrics: Sequence[str], digits: int) -> list[str]:
+    """One readable line per logged step with `metrics` shown to `digits` significant digits (none without the file).
+
+    A malformed line of the file is a `UserInputError` naming it (`medical_team.metrics_records`).
+    """
     if not metrics_file.is_file():
         return []
-    steps: dict[int, dict[str, float]] = {}
-    for line in metrics_file.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            record = json.loads(line)
-            steps[int(record["step"])] = record["data"]
     lines = []
-    for step, data in sorted(steps.items()):
-        shown = "  ".join(f"{name}={data[name]:.3g}" for name in SUMMARY_METRICS if name in data)
+    for step, data in read_step_records(metrics_file).steps.items():
+        shown = "  ".join(
+            f"{name}={data[name]:.{digits}g}" for name in metrics if isinstance(data.get(name), int | float)
+        )
         lines.append(f"step {step}: {shown}")
     return lines
+
+
+def print_step_lines(command: str, metrics_file: Path, metrics: Sequence[str], digits: int) -> None:
+    """Print `step_lines`; a malformed metrics line is said on stderr instead (the run itself succeeded)."""
+    try:
+        lines = step_lines(metrics_file, metrics, digits)
+    except UserInputError as error:
+        print(f"medplay {command}: no per-step summary: {error}", file=sys.stderr)
+        return
+    for line in lines:
+        print(line)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -115,8 +128,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(f"medplay train: failed: {type(error).__name__}: {one_line(error)}", file=sys.stderr)
         return 1
-    for line in step_lines(paths.metrics_file):
-        print(line)
+    print_step_lines("train", paths.metrics_file, SUMMARY_METRICS, digits=3)
     step = paths.latest_step_file.read_text().strip() if paths.latest_step_file.is_file() else "none"
     print(f"checkpoints: {paths.checkpoint_dir} (latest step: {step})")
     print(f"metrics: {paths.metrics_file}")

@@ -42,7 +42,9 @@ def _page(history: MetricsHistory, results: list[PlotResult]) -> str:
         f"Metrics file: `{history.source}`; steps {history.steps[0]}–{history.steps[-1]} ({len(history.steps)} logged).",
     ]
     if history.replaced_steps:
-        lines.append(f"{history.replaced_steps} steps were logged twice (a resumed run); the later record is shown.")
+        lines.append(
+            f"{history.replaced_steps} records repeat a step logged before (a resumed run); later values are shown."
+        )
     lines.append("")
     for result in results:
         lines += [f"## {result.title}", ""]

@@ -6,20 +6,23 @@ The game driver (`driver.play_game`) calls these functions in this order:
     request = judge_request(seed, attacker_response, config)   # None in vanilla games
     verdicts, stats = call_judge(judge, [request])             # only for adversarial games
     outcome = settle(seed, attacker_response, assessor_response, verdict, config)
+
+An assessor response scored alone against a note of known label (verl's validation reward, OpenRLHF's
+reward) is a vanilla game settled the same way: `score_assessor(seed, response, rewards)`.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from medical_team.data.records import GameSeed
 from medical_team.game.answers import AssessorAnswer, parse_assessor_answer, sentence_matches
 from medical_team.game.cot import ParsedResponse, parse_response
 from medical_team.game.judging import Judge, JudgeRequest, JudgeVerdict
-from medical_team.game.rewards import RewardConfig, ScoreInputs, score_game
+from medical_team.game.rewards import GameRewards, RewardConfig, ScoreInputs, score_game
 from medical_team.vocab import BenignAttackMode, Category, Label, Role
 
 UNREADABLE_VERDICT = "unreadable_verdict"  # listed with the format rules an assessor response breaks
@@ -105,16 +108,19 @@ class GameOutcome:
         return None if self.truth is None else self.verdict is self.truth
 
     @property
+    def game_rewards(self) -> GameRewards:
+        """Both roles' reward terms, totalled by `GameRewards`."""
+        return GameRewards(self.assessor_terms, self.attacker_terms)
+
+    @property
     def assessor_reward(self) -> float | None:
         """The assessor's total reward; None when the game is dropped."""
-        return None if self.dropped else sum(self.assessor_terms.values())
+        return None if self.dropped else self.game_rewards.assessor
 
     @property
     def attacker_reward(self) -> float | None:
         """The attacker's total reward; None in vanilla games and dropped games."""
-        if self.dropped or self.attacker_terms is None:
-            return None
-        return sum(self.attacker_terms.values())
+        return None if self.dropped else self.game_rewards.attacker
 
     def reward(self, role: Role) -> float | None:
         """The total reward of `role`; None when that role has no sample (dropped game, attacker in a vanilla game)."""
@@ -269,4 +275,35 @@ def settle(
         attacker_violations=attacker_violations,
         assessor_terms=rewards.assessor_terms,
         attacker_terms=rewards.attacker_terms,
+    )
+
+
+@dataclass(frozen=True)
+class AssessorScore:
+    """One assessor response scored alone: its reward and the parts reward consumers log."""
+
+    reward: float
+    format_ok: bool
+    correct: bool
+    sentence_match: bool
+
+
+def as_vanilla(seed: GameSeed) -> GameSeed:
+    """The seed played as a vanilla game: the assessor judges the seed note itself."""
+    return replace(seed, category=Category.of(seed.label, adversarial=False))
+
+
+def score_assessor(seed: GameSeed, response: str, rewards: RewardConfig) -> AssessorScore:
+    """The assessor's reward for `response` on `seed`'s own note, whatever its category: a vanilla game, settled.
+
+    verl's validation reward (`verl_ext/reward_fn.py`) and OpenRLHF's (`judge/openrlhf_rewards.py`: the
+    judge server's `POST /judge` and the reward-function file) score through here, so they give the
+    reward self-play gives the assessor in a vanilla game.
+    """
+    outcome = settle(as_vanilla(seed), None, response, None, GameConfig(rewards=rewards))
+    return AssessorScore(
+        reward=float(outcome.game_rewards.assessor),
+        format_ok=outcome.assessor_format_ok,
+        correct=bool(outcome.assessor_correct),
+        sentence_match=outcome.sentence_match,
     )

@@ -11,7 +11,7 @@ from typing import Any
 from medical_team.data.records import GameSeed
 from medical_team.game.prompts import THINKING_PREFIX
 from medical_team.game.rewards import RewardConfig
-from medical_team.game.settle import GameConfig, settle
+from medical_team.game.settle import AssessorScore, score_assessor
 from medical_team.vocab import Category, Label
 
 
@@ -25,15 +25,6 @@ class RewardLabel:
 
     label: Label
     error_sentence: str | None = None  # enables the localisation bonus when given
-
-
-@dataclass(frozen=True)
-class AssessorScore:
-    """The assessor reward of one response, with the parts OpenRLHF logs."""
-
-    reward: float
-    format_ok: bool
-    correct: bool
 
 
 # End-of-turn and padding tokens that a client decoding with special tokens leaves after the answer.
@@ -75,7 +66,7 @@ def parse_reward_label(text: str, index: int) -> RewardLabel:
 
 
 def assessor_score(response: str, truth: RewardLabel, config: RewardConfig) -> AssessorScore:
-    """Score one assessor response exactly as `settle` scores a vanilla game whose label is `truth`."""
+    """Score one assessor response with `score_assessor` on a note whose label is `truth`."""
     seed = GameSeed(
         note_id="openrlhf",
         pair_id="openrlhf",
@@ -88,12 +79,7 @@ def assessor_score(response: str, truth: RewardLabel, config: RewardConfig) -> A
         corrected_sentence=None,
         source_file="",
     )
-    outcome = settle(seed, None, response, None, GameConfig(rewards=config))
-    return AssessorScore(
-        reward=outcome.assessor_reward or 0.0,
-        format_ok=outcome.assessor_format_ok,
-        correct=bool(outcome.assessor_correct),
-    )
+    return score_assessor(seed, response, config)
 
 
 def score_queries(

@@ -9,7 +9,8 @@ from enum import Enum
 
 from medical_team.game.judging import Judge, JudgeRequest, JudgeVerdict
 from medical_team.game.rewards import RewardConfig
-from medical_team.judge.openrlhf_rewards import AssessorScore, score_queries
+from medical_team.game.settle import AssessorScore
+from medical_team.judge.openrlhf_rewards import score_queries
 
 log = logging.getLogger(__name__)
 

@@ -27,11 +27,12 @@ from medical_team.game import JudgeStats, PlayedGame, Turn, call_judge, play_gam
 from medical_team.game.driver import GenerateFn
 from medical_team.game.judging import JudgeRequest, JudgeVerdict
 from medical_team.game.prompts import Message, render_prompt
+from medical_team.game.settle import as_vanilla
 from medical_team.judge.gold_probe import count_correct
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.verl_ext.judge_factory import judge_executor, selfplay_gold_probes, selfplay_judge
 from medical_team.verl_ext.learning_probe import probe_reward, shows_behaviour
-from medical_team.verl_ext.rows import as_vanilla, seed_of_row
+from medical_team.verl_ext.rows import seed_of_row
 from medical_team.verl_ext.settings import SelfPlaySettings, settings_from_trainer_config
 from medical_team.vocab import Role
 

@@ -13,22 +13,35 @@ class AppendedLines:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.offset = 0
+        self.newlines = 0  # newlines before `offset`: the next line read is line `newlines + 1` of the file
 
     def skip_existing(self) -> None:
         """Start after what the file holds now (a resumed run's earlier lines are not new)."""
-        self.offset = self.path.stat().st_size if self.path.is_file() else 0
+        existing = self.path.read_bytes() if self.path.is_file() else b""
+        self.offset, self.newlines = len(existing), existing.count(b"\n")
 
     def read(self) -> list[str]:
         """The complete lines appended since the last read (none while the file does not exist)."""
+        return self._complete().decode("utf-8", errors="replace").splitlines()
+
+    def read_numbered(self) -> list[tuple[int, str]]:
+        """The complete lines appended since the last read, each with its line number in the file (split at newlines only)."""
+        first = self.newlines + 1
+        lines = self._complete().decode("utf-8", errors="replace").split("\n")[:-1]
+        return list(enumerate(lines, start=first))
+
+    def _complete(self) -> bytes:
+        """The bytes appended since the last read, up to the last newline (none while the file does not exist)."""
         try:
             with self.path.open("rb") as handle:
                 handle.seek(self.offset)
                 chunk = handle.read()
         except FileNotFoundError:
-            return []
+            return b""
         complete = chunk[: chunk.rfind(b"\n") + 1]
         self.offset += len(complete)
-        return complete.decode("utf-8", errors="replace").splitlines()
+        self.newlines += complete.count(b"\n")
+        return complete
 
 
 class PollingThread:

@@ -247,12 +247,7 @@ def run_verl(config: DictConfig, stop_grace_s: float, log_file: Path, run_starte
         # After ray.init, which replaces the SIGTERM handler with one that exits at once.
         install_sigterm_handler(Path(config.trainer.default_local_dir), stop_grace_s)
         with TrainerStages(log_file, run_started):
-            if config.trainer.use_v1:
-                run_ppo(config, task_runner_class=TaskRunnerV1)
-            else:
-                from verl.trainer.main_ppo_v0 import TaskRunner
-
-                run_ppo(config, task_runner_class=TaskRunner)
+            run_ppo(config, task_runner_class=TaskRunnerV1)  # trainer.use_v1=false is refused by verl_problems
     finally:
         if started_ray:
             ray.shutdown()
@@ -271,12 +266,13 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     from medical_team.verl_ext.served_judge import serve_judge
     from medical_team.verl_ext.settings import settings_from_trainer_config
     from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
-    from medical_team.verl_ext.verl_keys import unknown_verl_keys
+    from medical_team.verl_ext.verl_keys import verl_problems
 
     started = time.monotonic()
     config = compose_config(overrides)
-    # Every problem of the config at once, before Ray: verl keys verl does not define, then the `medplay:` section.
-    settings = settings_from_trainer_config(config, unknown_verl_keys(config))
+    # Every problem of the config at once, before Ray: verl's part (keys it does not define, values medplay needs),
+    # then the `medplay:` section.
+    settings = settings_from_trainer_config(config, verl_problems(config))
     emulation = emulate_card(config)
     if emulation is not None:
         say(f"medplay: {emulation}")

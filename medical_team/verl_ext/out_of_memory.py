@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import os
 import re
 from pathlib import Path
+
+from medical_team.errors import UserInputError
+from medical_team.metrics_records import read_step_records
 
 OUT_OF_MEMORY_EXIT = 4
 INJECT_ENV = "MEDPLAY_INJECT_OOM"
@@ -132,20 +134,26 @@ def phase_of(error: BaseException) -> str | None:
 
 
 def verl_memory_figures(log_file: Path | None, metrics_file: Path | None) -> str | None:
-    """The last memory line verl logged in the run log, and the memory figures of the last step it finished."""
+    """The last memory line verl logged in the run log, and the memory figures of the last step it logged.
+
+    The last step is the file's last record's (a resumed run may log a step below one an earlier run logged).
+    """
     parts = []
     if log_file is not None and log_file.is_file():
         found = VERL_MEMORY_LINE.findall(log_file.read_text(errors="replace")[-5_000_000:])
         if found:
             parts.append(found[-1].strip())
     if metrics_file is not None and metrics_file.is_file():
-        records = [line for line in metrics_file.read_text().splitlines() if line.strip()]
-        if records:
-            record = json.loads(records[-1])
-            shown = {key: value for key, value in record.get("data", {}).items() if "memory" in key}
+        try:
+            records = read_step_records(metrics_file)
+        except UserInputError as error:  # the out-of-memory report goes on without the figures
+            parts.append(f"no memory figures: {error}")
+        else:
+            data = records.steps.get(records.last_step, {}) if records.last_step is not None else {}
+            shown = {key: value for key, value in data.items() if "memory" in key and isinstance(value, int | float)}
             if shown:
                 figures = ", ".join(f"{key} {value:.2f}" for key, value in sorted(shown.items()))
-                parts.append(f"step {record.get('step')}: {figures}")
+                parts.append(f"step {records.last_step}: {figures}")
     return "; ".join(parts) or None
 
 

@@ -1,19 +1,22 @@
 """One console line per training step with its key numbers, read from the metrics JSONL as verl's file logger writes it.
 
 Only records appended after the watcher started are shown, so a resumed run does not repeat the
-steps an earlier run logged. A step whose record shows a collapse alarm firing (`alarm/<name>` at
-least `medplay.monitors.patience`) gets a warning line on stderr as well.
+steps an earlier run logged. Each whole line is parsed by `medical_team.metrics_records.parse_record`,
+as every reader of the file parses it; a line that is not a record is named (file and line) on
+stderr. A step whose record shows a collapse alarm firing (`alarm/<name>` at least
+`medplay.monitors.patience`) gets a warning line on stderr as well.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
 from medical_team.console import say
+from medical_team.errors import UserInputError
 from medical_team.game.alarm import STREAK_PREFIX, AlarmFiring
+from medical_team.metrics_records import parse_record
 from medical_team.verl_ext.appended_lines import AppendedLines, PollingThread
 from medical_team.verl_ext.settings import MonitorSettings
 
@@ -79,12 +82,14 @@ class StepProgress:
 
     def poll(self) -> None:
         """Say a line for every complete record appended since the last poll."""
-        for line in self._lines.read():
+        for number, line in self._lines.read_numbered():  # whole lines only: one being written waits for the next poll
+            if not line.strip():
+                continue
             try:
-                record = json.loads(line)
-                step, data = int(record["step"]), record["data"]
-            except (ValueError, KeyError, TypeError):
-                continue  # not a metrics record; the metrics file itself is checked elsewhere
+                step, data = parse_record(line, self.metrics_file.name, number)
+            except UserInputError as error:
+                say(f"medplay: metrics file: {error}", err=True)  # `medplay train` names it again after the run
+                continue
             say(progress_line(step, self.total_steps, data))
             for line in alarm_lines(step, data, self.monitors) if self.monitors else ():
                 say(line, err=True)

@@ -3,16 +3,17 @@
 Config: `reward.custom_reward_function.path=pkg://medical_team.verl_ext.reward_fn`,
 `reward.custom_reward_function.name=compute_score`, and
 `+reward.custom_reward_function.reward_kwargs.localisation_bonus=<b>` (default 0.0, as in `medplay.rewards`).
-The score is the assessor's reward of a vanilla game on the seed (`medical_team.game.settle`), the
-same reward the judge server's OpenRLHF endpoint (`POST /judge`) gives.
+The score is the assessor's reward of a vanilla game on the seed (`medical_team.game.settle.score_assessor`),
+the same function the judge server's OpenRLHF endpoint (`POST /judge`) scores with.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from medical_team.game import GameConfig, RewardConfig, settle
-from medical_team.verl_ext.rows import as_vanilla, seed_of_row
+from medical_team.game import RewardConfig
+from medical_team.game.settle import score_assessor
+from medical_team.verl_ext.rows import seed_of_row
 from medical_team.vocab import Label
 
 
@@ -30,11 +31,10 @@ def compute_score(
         raise ValueError(
             f"row {seed.note_id}: ground_truth {ground_truth!r} contradicts extra_info label {seed.label.value!r}"
         )
-    game = GameConfig(rewards=RewardConfig(localisation_bonus=localisation_bonus))
-    outcome = settle(as_vanilla(seed), None, solution_str, None, game)
+    scored = score_assessor(seed, solution_str, RewardConfig(localisation_bonus=localisation_bonus))
     return {
-        "score": float(outcome.assessor_reward),
-        "acc": float(bool(outcome.assessor_correct)),
-        "format_ok": float(outcome.assessor_format_ok),
-        "sentence_match": float(outcome.sentence_match),
+        "score": scored.reward,
+        "acc": float(scored.correct),
+        "format_ok": float(scored.format_ok),
+        "sentence_match": float(scored.sentence_match),
     }

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from medical_team.data.records import GameSeed
@@ -46,8 +45,3 @@ def benchmark_seed(info: Mapping[str, Any]) -> GameSeed:
         corrected_sentence=info["corrected_sentence"],
         source_file=info["source_file"],
     )
-
-
-def as_vanilla(seed: GameSeed) -> GameSeed:
-    """The seed played as a vanilla game: the assessor judges the seed note itself."""
-    return replace(seed, category=Category.of(seed.label, adversarial=False))

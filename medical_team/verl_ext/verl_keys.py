@@ -1,7 +1,9 @@
-"""Keys of the composed training config that verl 0.9.1's own `ppo_trainer` does not define: typos, unless listed.
+"""verl's part of the composed training config, checked before Ray: keys verl does not define, values medplay needs.
 
-Hydra accepts a `+key=value` override and any key a profile file adds, so `trainer.totl_epochs` in a
-profile would otherwise be ignored without a word. `medplay:` is checked by its schema, `settings.py`.
+Keys that verl 0.9.1's own `ppo_trainer` does not define are typos, unless listed: Hydra accepts a
+`+key=value` override and any key a profile file adds, so `trainer.totl_epochs` in a profile would
+otherwise be ignored without a word. A few verl values medplay cannot run without are checked too
+(`REQUIRED`). `medplay:` is checked by its schema, `settings.py`.
 """
 
 from __future__ import annotations
@@ -30,6 +32,15 @@ _FREE_SUBKEYS = tuple(tree + "." for tree in FREE_FORM)
 READ_NOT_DECLARED = {
     "actor_rollout_ref.rollout.agent.agent_loop_manager_class": "the agent-loop manager verl loads",
     "actor_rollout_ref.rollout.enable_sleep_mode": "vLLM sleep mode (off on CPU, where vLLM rejects it)",
+}
+
+
+# verl values medplay cannot run without: key -> (value, why)
+REQUIRED = {
+    "trainer.use_v1": (
+        True,
+        "medplay runs only on verl's V1 trainer (its trainer medplay_sync, the agent loop's TransferQueue rows)",
+    ),
 }
 
 
@@ -68,3 +79,23 @@ def unknown_verl_keys(config: DictConfig, base: DictConfig | None = None) -> lis
         hint = f"; did you mean {parent + '.' if parent else ''}{close[0]}?" if close else ""
         problems.append(f"{path}: verl {VERL_VERSION} does not define this key{hint}")
     return problems
+
+
+def verl_value_problems(config: DictConfig) -> list[str]:
+    """One problem line per `REQUIRED` key whose value is not the one medplay needs."""
+    problems = []
+    for key, (value, why) in REQUIRED.items():
+        found = OmegaConf.select(config, key)
+        if found != value:
+            problems.append(f"{key}: {_shown(found)}; {why}: set {key}={_shown(value)}")
+    return problems
+
+
+def _shown(value: object) -> str:
+    """A value as written in YAML and Hydra overrides (`true`, not `True`)."""
+    return str(value).lower() if isinstance(value, bool) or value is None else str(value)
+
+
+def verl_problems(config: DictConfig, base: DictConfig | None = None) -> list[str]:
+    """Every problem of verl's part of `config`: keys verl does not define, then values medplay needs."""
+    return [*unknown_verl_keys(config, base), *verl_value_problems(config)]

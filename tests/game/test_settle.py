@@ -14,6 +14,7 @@ from medical_team.game.settle import (
     intended_label,
     judge_request,
     note_for_assessor,
+    score_assessor,
     settle,
 )
 from medical_team.vocab import BenignAttackMode, Category, Label
@@ -75,6 +76,27 @@ def test_vanilla_outcome_uses_the_data_label() -> None:
     assert outcome.truth is Label.ERROR and outcome.verdict is Label.ERROR and outcome.sentence_match
     assert outcome.assessor_reward == 1 + 1 + 0.5 and outcome.attacker_reward is None
     assert outcome.attacker_violations is None and outcome.error_type == "diagnosis"
+
+
+@pytest.mark.parametrize("category", list(Category))
+def test_an_assessor_scored_alone_gets_its_vanilla_game_reward(category: Category) -> None:
+    """verl's validation reward and OpenRLHF's reward: the seed's own note, whatever the row's category."""
+    seed = make_seed(category)
+    bonus = RewardConfig(localisation_bonus=0.5)
+    vanilla = make_seed(Category.of(category.seed_label, adversarial=False))
+    for answer in ("verdict: NO_ERROR", f"verdict: ERROR\nsentence: {ERROR_SENTENCE}", "no verdict"):
+        scored = score_assessor(seed, reply(answer), bonus)
+        outcome = settle(vanilla, None, reply(answer), None, GameConfig(bonus))
+        assert scored.reward == outcome.assessor_reward
+        assert (scored.correct, scored.format_ok, scored.sentence_match) == (
+            outcome.assessor_correct,
+            outcome.assessor_format_ok,
+            outcome.sentence_match,
+        )
+    hit = score_assessor(
+        make_seed(Category.VANILLA_HARMFUL), reply(f"verdict: ERROR\nsentence: {ERROR_SENTENCE}"), bonus
+    )
+    assert (hit.reward, hit.correct, hit.format_ok, hit.sentence_match) == (2.5, True, True, True)
 
 
 def test_unreadable_verdict_is_a_format_violation_and_wrong() -> None:

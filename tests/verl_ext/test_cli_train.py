@@ -52,3 +52,27 @@ def test_bad_game_settings_are_reported_together(capsys: pytest.CaptureFixture[s
     err = capsys.readouterr().err
     assert "medplay.training_mode: 'both' must be one of joint, assessor, attacker" in err
     assert "medplay.rewards.scheme: 'odd'" in err
+
+
+def test_the_step_summary_merges_a_steps_records_and_names_a_bad_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from medical_team.cli.train import SUMMARY_METRICS, print_step_lines
+
+    metrics = tmp_path / "metrics.jsonl"
+    records = [
+        {"step": 1, "data": {"timing_s/step": 4.0, "assessor/accuracy": 0.25}},
+        {"step": 1, "data": {"game/tie_rate": 0.5}},  # merged into step 1
+        {"step": 2, "data": {"timing_s/step": 3.0}},
+    ]
+    metrics.write_text("".join(json.dumps(record) + "\n" for record in records) + '{"step": 3, "da')  # being written
+    print_step_lines("train", metrics, SUMMARY_METRICS, digits=3)
+    assert capsys.readouterr().out.splitlines() == [
+        "step 1: timing_s/step=4  assessor/accuracy=0.25  game/tie_rate=0.5",
+        "step 2: timing_s/step=3",
+    ]
+    metrics.write_text(json.dumps(records[0]) + "\nnot json\n" + json.dumps(records[2]) + "\n")
+    print_step_lines("train", metrics, SUMMARY_METRICS, digits=3)
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("medplay train: no per-step summary: metrics.jsonl:row 2: field 'line'")

@@ -1,8 +1,8 @@
 """A mistake anywhere in the composed config stops the run before Ray, naming key and fix, all at once.
 
 Each case is a real Hydra override of configs/medplay.yaml + cpu-smoke, composed the way `medplay train`
-composes it (`compose_config`), then validated the way it validates (verl keys that verl does not define,
-then `settings_from_trainer_config`). A profile file holding the same key reaches the same composed
+composes it (`compose_config`), then validated the way it validates (verl's part: keys that verl does
+not define and values medplay needs, then `settings_from_trainer_config`). A profile file holding the same key reaches the same composed
 config, so it is caught the same way.
 """
 
@@ -14,7 +14,7 @@ from medical_team.cli import main
 from medical_team.errors import UserInputError
 from medical_team.verl_ext.launch import available_profiles, compose_config, compose_raw
 from medical_team.verl_ext.settings import settings_from_trainer_config
-from medical_team.verl_ext.verl_keys import unknown_verl_keys, verl_base_config
+from medical_team.verl_ext.verl_keys import unknown_verl_keys, verl_base_config, verl_problems
 
 VERL_BASE = verl_base_config()
 
@@ -60,6 +60,8 @@ BAD_CONFIGS = [
         "data.max_promt_length: verl 0.9.1 does not define this key; did you mean data.max_prompt_length?",
     ),
     ("+actor_rollout_ref.actor.optim.lrr=1e-5", "did you mean actor_rollout_ref.actor.optim.lr?"),
+    # verl's part: values medplay cannot run without
+    ("trainer.use_v1=false", "trainer.use_v1: false; medplay runs only on verl's V1 trainer"),
 ]
 
 
@@ -67,7 +69,7 @@ def problems_of(*overrides: str) -> str:
     """The validation message for cpu-smoke with these overrides ('' when the config is valid)."""
     try:
         config = compose_config(["profile=cpu-smoke", *overrides])
-        settings_from_trainer_config(config, unknown_verl_keys(config, VERL_BASE))
+        settings_from_trainer_config(config, verl_problems(config, VERL_BASE))
     except UserInputError as error:
         return str(error)
     return ""
@@ -109,4 +111,11 @@ def test_medplay_train_exits_2_before_ray_with_one_message(capsys: pytest.Captur
     assert main(["train", "profile=cpu-smoke", "+medplay.stop_grace=3", "+trainer.totl_epochs=2"]) == 2
     err = capsys.readouterr().err
     assert "did you mean medplay.stop_grace_s?" in err and "did you mean trainer.total_epochs?" in err
+    assert "Traceback" not in err
+
+
+def test_verls_legacy_trainer_is_refused_before_ray(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["train", "profile=cpu-smoke", "trainer.use_v1=false"]) == 2
+    err = capsys.readouterr().err
+    assert "trainer.use_v1: false; medplay runs only on verl's V1 trainer" in err and "set trainer.use_v1=true" in err
     assert "Traceback" not in err

@@ -37,6 +37,20 @@ def test_only_steps_appended_after_the_start_are_shown(tmp_path: Path, capsys: p
     assert capsys.readouterr().out.splitlines() == ["step 3/3 [####################]  3.0 s"]
 
 
+def test_a_line_that_is_no_record_is_named_by_its_line_in_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text(record(1, **{"timing_s/step": 9.0}) + record(2, **{"timing_s/step": 8.0}))  # a resumed run's
+    with StepProgress(metrics, total_steps=4, poll_s=0.05), metrics.open("a") as handle:
+        handle.write("garbage\n" + record(4, **{"timing_s/step": 2.0}))
+    captured = capsys.readouterr()
+    assert captured.out.splitlines() == ["step 4/4 [####################]  2.0 s"]
+    assert captured.err.splitlines() == [
+        "medplay: metrics file: metrics.jsonl:row 3: field 'line': not valid JSON (Expecting value)"
+    ]
+
+
 def test_a_missing_metrics_file_shows_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with StepProgress(tmp_path / "absent.jsonl", total_steps=None, poll_s=0.05):
         time.sleep(0.1)

@@ -1,10 +1,15 @@
-"""Checkpoint integrity: mark complete checkpoints, keep verl's tracker file atomic, skip torn checkpoints.
+"""Checkpoint integrity: verl's tracker file names only a complete checkpoint whose step's metrics are written.
 
-verl writes `latest_checkpointed_iteration.txt` with a plain `open("w")` after a save finishes, so a
+verl writes `latest_checkpointed_iteration.txt` with a plain `open("w")` at the end of its save, so a
 kill at the wrong moment can leave it empty, and a kill during a save leaves a `global_step_N`
-folder without the files a resume needs. `repair_tracker` runs before the trainer starts and points
-the tracker at the newest complete checkpoint; `StepCommits` marks a save complete and moves the
-tracker to it only once the step's metrics are written too.
+folder without the files a resume needs. Two users, each writing the tracker atomically
+(`write_atomically`):
+
+- the launcher, before the trainer starts: `repair_tracker` points the tracker at the newest
+  complete checkpoint (`is_complete`), skipping torn ones;
+- the trainer, around each save: `StepCommits.saved` points the tracker back at the previous
+  checkpoint, and `StepCommits.commit`, once the step's metrics line is written, marks the new
+  folder complete (`medplay_complete.json`) and moves the tracker to it.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 verl's file logger opens its JSONL with mode "wb", so a restart with the same path truncates the
 history. The trainer process swaps in this subclass, which appends; a resumed run may log a step
-twice (steps after the last checkpoint are replayed), and readers keep the last line of each step.
+twice (steps after the last checkpoint are replayed), and readers merge the records of a step, later
+values winning (`medical_team.metrics_records`).
 """
 
 from __future__ import annotations
