@@ -188,8 +188,8 @@ class SelfPlayTrainer(PPOTrainerSync):
         previous = read_tracker(root)
         super()._save_checkpoint()
         self._saved_step = self.global_steps
+        self._commits.saved(self.global_steps, previous)  # first: a crash in the export resumes from `previous`
         export_lora(root / f"global_step_{self.global_steps}" / "actor", self.config.actor_rollout_ref.model.path)
-        self._commits.saved(self.global_steps, previous)
 
     def on_step_end(self) -> None:
         """verl's weight sync, then honour a stop request (save unless this step already saved, then finish)."""

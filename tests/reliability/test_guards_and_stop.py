@@ -23,8 +23,14 @@ from medical_team.verl_ext.reliability.metrics_file import use_appending_file_lo
 
 
 def test_non_finite_keys_watch_losses_grad_norms_and_rewards() -> None:
-    metrics = {"actor/pg_loss": math.nan, "actor/grad_norm": math.inf, "assessor/reward_mean": 1.0,
-               "critic/score/mean": -math.inf, "timing_s/step": math.nan, "game/tie_rate": 0.0}
+    metrics = {
+        "actor/pg_loss": math.nan,
+        "actor/grad_norm": math.inf,
+        "assessor/reward_mean": 1.0,
+        "critic/score/mean": -math.inf,
+        "timing_s/step": math.nan,
+        "game/tie_rate": 0.0,
+    }
     assert non_finite_keys(metrics) == ["actor/grad_norm", "actor/pg_loss", "critic/score/mean"]
 
 
@@ -94,7 +100,9 @@ def test_sigterm_after_grace_period_exits_143(tmp_path: Path) -> None:
     assert proc.wait(timeout=30) == 143
 
 
-def test_verl_tracking_appends_to_the_metrics_file_across_restarts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_verl_tracking_appends_to_the_metrics_file_across_restarts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from verl.utils import tracking
     from verl.utils.tracking import Tracking
 
@@ -116,3 +124,22 @@ def test_the_appending_logger_does_not_outlive_the_test_that_installed_it() -> N
     from medical_team.verl_ext.reliability.metrics_file import AppendingFileLogger
 
     assert tracking.FileLogger is not AppendingFileLogger
+
+
+def test_a_restart_cuts_the_unfinished_line_a_killed_run_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from verl.utils import tracking
+    from verl.utils.tracking import Tracking
+
+    from medical_team.metrics_records import read_step_records
+
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('{"step": 1, "data": {"assessor/accuracy": 0.5}}\n{"step": 2, "data": {"assess')
+    monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(path))
+    monkeypatch.setattr(tracking, "FileLogger", tracking.FileLogger)
+    use_appending_file_logger()
+    tracker = Tracking(project_name="p", experiment_name="e", default_backend=["file"])
+    tracker.log({"assessor/accuracy": 0.75}, step=2)
+    tracker.logger["file"].finish()
+
+    records = read_step_records(path)
+    assert records.steps == {1: {"assessor/accuracy": 0.5}, 2: {"assessor/accuracy": 0.75}} and not records.torn

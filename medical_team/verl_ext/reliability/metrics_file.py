@@ -1,7 +1,8 @@
 """Append-only metrics JSONL: a restarted run keeps the steps logged before it.
 
 verl's file logger opens its JSONL with mode "wb", so a restart with the same path truncates the
-history. The trainer process swaps in this subclass, which appends; a resumed run may log a step
+history. The trainer process swaps in this subclass, which appends (after cutting off a last line a
+killed run left unfinished, so the first new record starts on a line of its own); a resumed run may log a step
 twice (steps after the last checkpoint are replayed), and readers merge the records of a step, later
 values winning (`medical_team.metrics_records`).
 """
@@ -23,7 +24,18 @@ class AppendingFileLogger(tracking.FileLogger):
             os.path.expanduser(os.getenv("VERL_FILE_LOGGER_ROOT", ".")), project_name, f"{experiment_name}.jsonl"
         )
         os.makedirs(os.path.dirname(os.path.abspath(self.filepath)), exist_ok=True)
+        cut_unfinished_line(self.filepath)
         self.fp = open(self.filepath, "ab", buffering=0)  # noqa: SIM115 - closed by finish()
+
+
+def cut_unfinished_line(path: str) -> None:
+    """Truncate the file at `path` after its last newline: a run killed mid-write leaves a line without one."""
+    if not os.path.exists(path):
+        return
+    with open(path, "rb+") as file:
+        data = file.read()
+        if data and not data.endswith(b"\n"):
+            file.truncate(data.rfind(b"\n") + 1)
 
 
 def use_appending_file_logger() -> None:
