@@ -35,8 +35,6 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def trainer_config(tiny_model_dir: Path) -> DictConfig:
     """verl's ppo_trainer config with the self-play pieces selected, as `medplay train` composes it."""
-    from hydra import compose, initialize_config_module
-
     overrides = [
         f"actor_rollout_ref.model.path={tiny_model_dir}",
         "actor_rollout_ref.rollout.name=vllm",
@@ -50,6 +48,13 @@ def trainer_config(tiny_model_dir: Path) -> DictConfig:
         "trainer.v1.trainer_mode=medplay_sync",
         "transfer_queue.backend.SimpleStorage.num_data_storage_units=1",
     ]
+    return composed_config(overrides)
+
+
+def composed_config(overrides: list[str]) -> DictConfig:
+    """verl's `ppo_trainer` config composed with `overrides`, and medplay's section."""
+    from hydra import compose, initialize_config_module
+
     with initialize_config_module("verl.trainer.config", version_base=None):
         config = compose("ppo_trainer", overrides=overrides)
     with open_dict(config):

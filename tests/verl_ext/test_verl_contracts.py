@@ -24,8 +24,8 @@ import numpy as np
 import pytest
 import torch
 import transfer_queue as tq
-from conftest import MEDPLAY_SECTION
-from omegaconf import DictConfig, OmegaConf, open_dict
+from conftest import composed_config
+from omegaconf import DictConfig, OmegaConf
 from tensordict import NonTensorData, NonTensorStack, TensorDict
 from transfer_queue import KVBatchMeta
 from verl.experimental.agent_loop.agent_loop import AgentLoopManager, AgentLoopMetrics, AgentLoopOutput
@@ -58,18 +58,13 @@ from medical_team.vocab import Role
 @pytest.fixture(scope="module")
 def v1_config() -> DictConfig:
     """verl's composed `ppo_trainer` config with medplay's trainer and estimator (no model is loaded)."""
-    from hydra import compose, initialize_config_module
-
-    overrides = [
-        f"trainer.v1.trainer_mode={TRAINER_NAME}",
-        "algorithm.adv_estimator=reinforce_plus_plus_per_role",
-        "trainer.val_before_train=false",
-    ]
-    with initialize_config_module("verl.trainer.config", version_base=None):
-        config = compose("ppo_trainer", overrides=overrides)
-    with open_dict(config):
-        config.medplay = OmegaConf.create(MEDPLAY_SECTION)
-    return config
+    return composed_config(
+        [
+            f"trainer.v1.trainer_mode={TRAINER_NAME}",
+            "algorithm.adv_estimator=reinforce_plus_plus_per_role",
+            "trainer.val_before_train=false",
+        ]
+    )
 
 
 def _prompt_tag(status: str, global_steps: int = 1) -> dict[str, Any]:
