@@ -16,7 +16,8 @@ from medical_team.errors import UserInputError
 
 if TYPE_CHECKING:
     from medical_team.evaluate.crossplay import Checkpoint
-    from medical_team.evaluate.generation import BatchGenerator, GenerationSettings
+    from medical_team.evaluate.generation import GenerationSettings
+    from medical_team.game.batch import Generator
     from medical_team.game.judging import Judge
 
 JUDGE_CHOICES = ("rules", "hf", "openai", "http")
@@ -136,7 +137,7 @@ def _loader(backend: str, settings: GenerationSettings):
     """Loads one league checkpoint with the eval's generator; a load failure is a user error naming it."""
     from medical_team.evaluate.generation import make_generator
 
-    def load(model: Path | str) -> BatchGenerator:
+    def load(model: Path | str) -> Generator:
         try:
             return make_generator(model, backend, settings)
         except (OSError, ValueError) as error:

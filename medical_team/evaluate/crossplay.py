@@ -21,16 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medical_team.evaluate.generation import BatchGenerator
 from medical_team.evaluate.league_seeds import LeagueSeeds
-from medical_team.game.batch import play_batch
+from medical_team.game.batch import Generator, play_batch
 from medical_team.game.driver import PlayedGame, Reply
 from medical_team.game.judging import Judge, JudgeRequest, JudgeVerdict
 from medical_team.game.prompts import Message, prompt_role
 from medical_team.game.settle import GameConfig
 from medical_team.vocab import Role
 
-Loader = Callable[[Path | str], BatchGenerator]
+Loader = Callable[[Path | str], Generator]
 
 
 @dataclass(frozen=True)
@@ -50,9 +49,9 @@ class ModelPool:
         self.load = load
         self.loads = 0
         self._index: int | None = None
-        self._generator: BatchGenerator | None = None
+        self._generator: Generator | None = None
 
-    def get(self, index: int) -> BatchGenerator:
+    def get(self, index: int) -> Generator:
         """The generator of checkpoint `index`, loading it (and releasing the one held) when needed."""
         if self._index != index or self._generator is None:
             self.release()

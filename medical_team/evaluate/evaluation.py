@@ -10,13 +10,14 @@ from typing import Any
 
 from medical_team.evaluate.baselines import baseline_scores
 from medical_team.evaluate.benchmark import Benchmark
-from medical_team.evaluate.generation import BatchGenerator, GenerationSettings, generate_all
+from medical_team.evaluate.generation import GenerationSettings, generate_all
 from medical_team.evaluate.gold import GoldNote
 from medical_team.evaluate.official import REFERENCE_CSV, official_scores_of, write_reference
 from medical_team.evaluate.predictions import NotePrediction, predict_from_response
 from medical_team.evaluate.scoring import score_predictions
 from medical_team.evaluate.submission import SUBMISSION_TXT, SubmissionSummary, write_submission
 from medical_team.evaluate.summary import markdown_summary
+from medical_team.game.batch import Generator
 
 EVAL_JSON = "eval.json"
 EVAL_MD = "eval.md"
@@ -30,7 +31,7 @@ DEFINITIONS = {
 
 
 def evaluate(
-    generator: BatchGenerator, benchmark: Benchmark, settings: GenerationSettings, about: dict[str, Any]
+    generator: Generator, benchmark: Benchmark, settings: GenerationSettings, about: dict[str, Any]
 ) -> tuple[dict[str, Any], list[str]]:
     """Generate, parse and score every benchmark note; return the result dict and the raw responses."""
     started = time.perf_counter()

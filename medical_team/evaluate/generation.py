@@ -9,20 +9,13 @@ import importlib.util
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
+from medical_team.game.batch import Generator
 from medical_team.game.prompts import Message, render_prompt
 
 BACKENDS = ("auto", "vllm", "transformers")
 CPU_KV_CACHE_BYTES = 2 << 30  # vLLM's KV cache on CPU: ~90 K tokens of a 135M model, ~7 K of a 4B one
-
-
-class BatchGenerator(Protocol):
-    """One response per chat prompt, in order."""
-
-    def generate(self, prompts: Sequence[list[Message]]) -> list[str]:
-        """Generate the responses."""
-        ...
 
 
 @dataclass(frozen=True)
@@ -87,7 +80,7 @@ def _note_bar(*iterable: Any, **kwargs: Any) -> Any:
     return tqdm(total=kwargs.get("total"), unit="note", desc="assessing", dynamic_ncols=True)
 
 
-def make_generator(model: Path | str, backend: str, settings: GenerationSettings) -> BatchGenerator:
+def make_generator(model: Path | str, backend: str, settings: GenerationSettings) -> Generator:
     """A generator for the chosen backend (`vllm` or `transformers`)."""
     if backend == "vllm":
         return VLLMGenerator(model, settings)
@@ -103,7 +96,7 @@ def make_generator(model: Path | str, backend: str, settings: GenerationSettings
     return HFGenerator.from_pretrained(str(model), sampling, settings.native_thinking, device=device, dtype=dtype)
 
 
-def generate_all(generator: BatchGenerator, prompts: Sequence[list[Message]], batch_size: int) -> list[str]:
+def generate_all(generator: Generator, prompts: Sequence[list[Message]], batch_size: int) -> list[str]:
     """Responses for every prompt with a progress bar: `batch_size` at a time, or all at once to vLLM."""
     from tqdm import tqdm
 
