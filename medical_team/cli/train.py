@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from medical_team.errors import UserInputError
 from medical_team.metrics_records import read_step_records
@@ -100,6 +101,17 @@ def print_step_lines(command: str, metrics_file: Path, metrics: Sequence[str], d
         print(line)
 
 
+def exit_now(status: int) -> NoReturn:
+    """End the process with `status` now, skipping the interpreter's teardown.
+
+    A failed run can leave Ray's or vLLM's native threads half torn down; the interpreter's teardown then
+    crashed (SIGSEGV after a judge server failed while Ray was starting) and the documented status was lost.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
 def run(args: argparse.Namespace) -> int:
     """Train, then print the per-step summary and where the checkpoint, the metrics file and the log are.
 
@@ -120,14 +132,14 @@ def run(args: argparse.Namespace) -> int:
         raise
     except RunOutOfMemoryError as error:
         print(f"medplay train: {error}", file=sys.stderr)
-        return OUT_OF_MEMORY_EXIT
+        exit_now(OUT_OF_MEMORY_EXIT)
     except Exception as error:  # noqa: BLE001 - one line naming the cause; the traceback is in the run's log
         cause = run_stopping_cause(error)
         if cause is not None:
             print(f"medplay train: stopped: {one_line(cause)}", file=sys.stderr)
         else:
             print(f"medplay train: failed: {type(error).__name__}: {one_line(error)}", file=sys.stderr)
-        return 1
+        exit_now(1)
     print_step_lines("train", paths.metrics_file, SUMMARY_METRICS, digits=3)
     step = paths.latest_step_file.read_text().strip() if paths.latest_step_file.is_file() else "none"
     print(f"checkpoints: {paths.checkpoint_dir} (latest step: {step})")
