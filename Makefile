@@ -123,7 +123,7 @@ test-image: $(STAMP)
 # hadolint (Dockerfile) and shellcheck (every shell script), both from the pinned CPU environment.
 lint: $(STAMP)
 	$(VENV)/bin/hadolint Dockerfile
-	$(VENV)/bin/shellcheck entrypoints/*.sh docker/*.sh .ci/run
+	$(VENV)/bin/shellcheck entrypoints/*.sh docker/*.sh scripts/*.sh .ci/run
 	$(VENV)/bin/ruff check medical_team tests scripts
 
 # Speed and memory figures as JSON: the training step (scripts/bench.py -> build/bench.json), then `medplay eval`
