@@ -126,15 +126,15 @@ def apply_environment(env: dict[str, str]) -> None:
         import_external_libs(modules.split(","))
 
 
-def check_data(config: DictConfig) -> None:
-    """Fail before Ray starts when a parquet file is missing."""
+def check_data(data: DictConfig, section: str = "data") -> None:
+    """Fail before anything starts when a parquet file of the data `section` (train_files, val_files) is missing."""
     for key in ("train_files", "val_files"):
-        path = Path(config.data[key])
+        path = Path(data[key])
         if not path.is_file():
             raise UserInputError(
                 f"not found; write it with `medplay convert --output {path.parent}` or set medplay.data_dir",
                 file=str(path),
-                field=f"data.{key}",
+                field=f"{section}.{key}",
             )
 
 
@@ -277,7 +277,7 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     if emulation is not None:
         say(f"medplay: {emulation}")
         settings = settings_from_trainer_config(config)  # the judge's scaled share
-    check_data(config)
+    check_data(config.data)
     check_judge(settings.judge)
     paths = run_paths(config, run_log_path(config))
     say(f"medplay: full log: {paths.log_file}" + ("" if verbose else " (`medplay train --verbose` streams it)"))

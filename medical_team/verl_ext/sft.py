@@ -23,6 +23,7 @@ from medical_team.verl_ext.launch import (
     CONFIG_MODULE,
     PROFILE_GROUP,
     apply_environment,
+    check_data,
     check_model,
     compose_config,
     prepare_model,
@@ -67,18 +68,6 @@ def compose_sft_config(overrides: Sequence[str]) -> DictConfig:
     return compose_config([f"+{SFT_GROUP}={option}", *overrides])
 
 
-def check_sft_data(config: DictConfig) -> None:
-    """Fail before anything starts when an SFT parquet file is missing."""
-    for key in ("train_files", "val_files"):
-        path = Path(config.sft.data[key])
-        if not path.is_file():
-            raise UserInputError(
-                f"not found; write it with `medplay convert --output {path.parent}` or set medplay.data_dir",
-                file=str(path),
-                field=f"sft.data.{key}",
-            )
-
-
 def sft_paths(config: DictConfig) -> SftPaths:
     """Exported model folder, metrics file and checkpoint folder of this config."""
     output = Path(config.medplay.output_dir)
@@ -120,7 +109,9 @@ def latest_hf_folder(checkpoint_dir: Path) -> Path:
         raise UserInputError("no checkpoint was written", file=str(checkpoint_dir))
     folder = Path(latest) / "huggingface"
     if not (folder / "config.json").is_file():
-        raise UserInputError("the checkpoint has no Hugging Face weights (sft.checkpoint.save_contents)", file=str(folder))
+        raise UserInputError(
+            "the checkpoint has no Hugging Face weights (sft.checkpoint.save_contents)", file=str(folder)
+        )
     return folder
 
 
@@ -136,7 +127,7 @@ def export_model(checkpoint_dir: Path, model_dir: Path) -> Path:
 def sft(overrides: Sequence[str]) -> SftPaths:
     """Compose the config, prepare the model, run verl's SFT trainer, export the model; return where it all is."""
     config = compose_sft_config(overrides)
-    check_sft_data(config)
+    check_data(config.sft.data, "sft.data")
     paths = sft_paths(config)
     env = runtime_env_vars(config)
     env["VERL_FILE_LOGGER_PATH"] = str(paths.metrics_file)
