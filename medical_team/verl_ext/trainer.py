@@ -180,7 +180,7 @@ class SelfPlayTrainer(PPOTrainerSync):
         self.logger.log = log_then_commit
 
     def _save_checkpoint(self) -> None:
-        """verl's save, a LoRA actor's export split into adapter and merged model, then StepCommits.
+        """verl's save, the tracker held back (StepCommits), then a LoRA actor's export (adapter and merged model).
 
         The tracker moves to this step once the step's metrics are written (StepCommits).
         """

@@ -1,10 +1,10 @@
 """Append-only metrics JSONL: a restarted run keeps the steps logged before it.
 
 verl's file logger opens its JSONL with mode "wb", so a restart with the same path truncates the
-history. The trainer process swaps in this subclass, which appends (after cutting off a last line a
-killed run left unfinished, so the first new record starts on a line of its own); a resumed run may log a step
-twice (steps after the last checkpoint are replayed), and readers merge the records of a step, later
-values winning (`medical_team.metrics_records`).
+history. The trainer process swaps in this subclass, which appends, after cutting off a last line
+that a killed run left unfinished (so the first new record starts a line of its own). A resumed run
+may log a step twice (steps after the last checkpoint are replayed); readers merge the records of a
+step, later values winning (`medical_team.metrics_records`).
 """
 
 from __future__ import annotations
