@@ -7,24 +7,18 @@ Example: `medplay sft profile=cpu-smoke medplay.data_dir=build/data`, then
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from medical_team.cli.train import (
     PROFILE_CHOICE,
     add_profile_arguments,
     print_step_lines,
     probe_report_path,
-    step_lines,
     with_profile,
 )
 
 # Shown per step after training; the metrics file holds every metric verl logs.
 SUMMARY_METRICS = ("train/loss", "val/loss", "train/grad_norm", "train/lr")
-
-
-def loss_lines(metrics_file: Path) -> list[str]:
-    """One line per logged step with the loss metrics, from verl's metrics JSONL (a step's records merged)."""
-    return step_lines(metrics_file, SUMMARY_METRICS, digits=4)
+SUMMARY_DIGITS = 4  # significant digits of the losses shown
 
 
 def run(args: argparse.Namespace) -> int:
@@ -32,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from medical_team.verl_ext.sft import sft
 
     paths = sft(with_profile(list(args.overrides), probe_report_path(args)))
-    print_step_lines("sft", paths.metrics_file, SUMMARY_METRICS, digits=4)
+    print_step_lines("sft", paths.metrics_file, SUMMARY_METRICS, SUMMARY_DIGITS)
     print(f"metrics: {paths.metrics_file}")
     print(f"model: {paths.model_dir}  (medplay train medplay.model.path={paths.model_dir}; medplay eval --model ...)")
     return 0

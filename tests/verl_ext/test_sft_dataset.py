@@ -1,6 +1,6 @@
 """medplay's verl SFT dataset and config: prompts tokenized exactly as the game's agent loop does, the target trained.
 
-    .venv/bin/python -m pytest -q tests/verl_ext/test_sft_dataset.py
+.venv/bin/python -m pytest -q tests/verl_ext/test_sft_dataset.py
 """
 
 from __future__ import annotations
@@ -103,7 +103,11 @@ def test_missing_sft_data_is_one_line_exit_2(tmp_path, capsys):
 
 
 def test_loss_lines_merge_the_records_of_a_step(tmp_path):
-    from medical_team.cli.sft import loss_lines
+    from medical_team.cli.sft import SUMMARY_DIGITS, SUMMARY_METRICS
+    from medical_team.cli.train import step_lines
+
+    def loss_lines(path):
+        return step_lines(path, SUMMARY_METRICS, SUMMARY_DIGITS)
 
     metrics = tmp_path / "metrics.jsonl"
     records = [
