@@ -123,11 +123,6 @@ def common_overrides(kit: Kit, run: str, profile: str) -> list[str]:
         "trainer.val_before_train=false",
         f"medplay.stop_grace_s={STOP_GRACE_S}",
     ]
-    if not kit.cpu:  # the wheelhouse has no flash-attn
-        overrides += [
-            "+actor_rollout_ref.model.override_config.attn_implementation=sdpa",
-            "actor_rollout_ref.model.use_remove_padding=false",
-        ]
     return overrides
 
 
@@ -352,8 +347,25 @@ def table(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def games_trained(ladder_dir: Path) -> str:
+    """One line per RL rung of a ladder folder: the steps logged and the games trained on (verl's metrics)."""
+    lines = []
+    for rung in ("rl", "selfplay"):
+        metrics = ladder_dir / rung / "checkpoints" / "metrics.jsonl"
+        if metrics.is_file():
+            steps = read_step_records(metrics).steps
+            games = sum(int(data.get("game/games", 0)) for data in steps.values())
+            lines.append(f"{rung}: {len(steps)} steps, {games} games trained on")
+    return "; ".join(lines) or "no RL rung logged a step"
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one Python phase and write summary.json; print the table last."""
+    if argv is None:
+        argv = sys.argv[1:]
+    if argv[:1] == ["games"]:
+        print(games_trained(Path(argv[1])))
+        return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("phase", choices=["prepare", "fit", "fit48", "fit24", "bench"])
     parser.add_argument("part", nargs="?", choices=["selfplay", "stock"], help="bench: one of its two runs")

@@ -11,13 +11,16 @@
 #   bench     the self-play step / verl's stock single-turn step, same GPU, model and profile (rules judge);
 #             PART selfplay|stock runs one of the two (on a GPU, one per call); the ratio comes once both ran
 #   ladder    scripts/learning_ladder.sh gpu PART (the learning ladder), its outputs collected
+#   learn     the learning run in one call: SmolLM2-135M, SFT, greedy eval of the benchmark, RL on ground truth for
+#             as many steps as the limit leaves, the same eval, `medplay compare`; PART selfplay: the self-play rung
+#             from the same SFT weights, its eval and the comparison of all rungs (a second call)
 # --cpu runs the same phase on the CPU: the project's environment, the tiny model and profile cpu-smoke.
 # Knobs: PARTS, SITE (/root/medplay-site), WORK (/root/medplay-work; --cpu: build/gpu-kit-cpu), STEPS, LIMIT_S,
 # EXTRA (more Hydra overrides for the training runs, space-separated), PYTHON (--cpu: .venv/bin/python).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-phases="install probe prepare fit fit48 fit24 bench ladder"
+phases="install probe prepare fit fit48 fit24 bench ladder learn"
 cpu=0
 out="${OUT:-}"
 while [[ $# -gt 0 ]]; do
@@ -30,7 +33,7 @@ done
 phase="${1:-}"
 part="${2:-}"
 if [[ " ${phases} " != *" ${phase} "* ]]; then
-    sed -n '2,17p' "$0" >&2
+    sed -n '2,20p' "$0" >&2
     exit 2
 fi
 limit_s="${LIMIT_S:-540}"
@@ -43,6 +46,9 @@ else
     python="${PYTHON:-python3}"
 fi
 site="${SITE:-/root/medplay-site}"
+# The wheelhouse has no flash-attn: every training run on a GPU uses torch's sdpa without padding removal.
+gpu_overrides="+actor_rollout_ref.model.override_config.attn_implementation=sdpa actor_rollout_ref.model.use_remove_padding=false"
+[[ "${cpu}" == 1 ]] && gpu_overrides=""
 out="${out:-${work}/out-${phase}}"
 mkdir -p "${work}" "${out}"
 out="$(cd "${out}" && pwd)"
@@ -118,7 +124,7 @@ python_phase() {
     [[ "${cpu}" == 1 ]] && args+=(--cpu)
     # scripts/ first: gpu_kit.py imports bench_runs and bench_gpu from beside itself.
     timeout -k 15 "$((limit_s + 10))" "${python}" "${repo}/scripts/gpu_kit.py" "${args[@]}" --work "${work}" \
-        --out "${out}" --steps "${STEPS:-3}" --limit-s "$((limit_s - 10))" --extra "${EXTRA:-}"
+        --out "${out}" --steps "${STEPS:-3}" --limit-s "$((limit_s - 10))" --extra "${gpu_overrides} ${EXTRA:-}"
 }
 
 ladder() {
@@ -134,9 +140,34 @@ ladder() {
     finish "${status}" "scripts/learning_ladder.sh ${part:-} exit status ${status}; its files are in ${out}"
 }
 
+# The learning run: the ladder's parts in one call, RL sized to what the limit leaves (BUDGET_S), the files that
+# decide in OUT: the console, the comparison, the seconds per part, and one archive of every part's log, the
+# evaluations' per-note predictions, the training metrics and their curves.
+learn() {
+    use_site
+    local scale parts status=0
+    scale="$([[ "${cpu}" == 1 ]] && echo tiny || echo gpu)"
+    parts=(prepare sft eval-sft rl eval-rl compare)
+    [[ "${part}" == selfplay ]] && parts=(selfplay eval-selfplay compare)
+    [[ -z "${part}" || "${part}" == selfplay ]] || { echo "gpu_kit learn: PART is selfplay or nothing" >&2; exit 2; }
+    local ladder_dir="${work}/ladder"
+    [[ "${part}" == selfplay ]] || rm -rf "${ladder_dir}"
+    LADDER_DIR="${ladder_dir}" MEDPLAY="$(medplay_bin)" BUDGET_S="$((limit_s - 20))" RL_STEPS="${STEPS:-200}" \
+        EXTRA="${gpu_overrides} ${EXTRA:-}" timeout -k 15 "${limit_s}" bash "${repo}/scripts/learning_ladder.sh" \
+        "${scale}" "${parts[@]}" > "${out}/learn-console.txt" 2>&1 || status=$?
+    cp "${ladder_dir}/ladder.md" "${ladder_dir}/ladder.json" "${ladder_dir}/times.tsv" "${out}/" 2>/dev/null || true
+    (cd "${ladder_dir}" && tar -czf "${out}/learn-files.tar.gz" --ignore-failed-read logs report-* \
+        eval-*/eval.json eval-*/eval.md eval-*/responses.jsonl ./*/checkpoints/metrics.jsonl 2>/dev/null) || true
+    tail -n 40 "${out}/learn-console.txt"
+    local trained
+    trained="$("${python}" "${repo}/scripts/gpu_kit.py" games "${ladder_dir}" 2>&1 | tail -n 1)"
+    finish "${status}" "scripts/learning_ladder.sh ${scale} ${parts[*]}: exit status ${status}; ${trained}"
+}
+
 case "${phase}" in
     install) install ;;
     probe) probe ;;
     ladder) ladder ;;
+    learn) learn ;;
     *) python_phase ;;
 esac

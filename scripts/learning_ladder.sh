@@ -2,7 +2,7 @@
 # The learning ladder: from one base model, SFT -> eval -> RL on ground truth (assessor only, vanilla games,
 # groups) -> eval -> self-play from the same SFT weights (joint, groups) -> eval. Every eval is greedy on the same
 # benchmark notes; `medplay compare` writes ladder.json and ladder.md (Wilson intervals, McNemar p-values) and
-# `medplay report` the training curves of both RL rungs. docs/results/ladder-cpu.md is its cpu run.
+# `medplay report` the training curves of the RL rungs. docs/results/ladder-cpu.md is its cpu run.
 #
 # Run from the repository root after `make env`:
 #   scripts/learning_ladder.sh SCALE [PART...]
@@ -11,8 +11,12 @@
 #          gpu:  SmolLM2-135M on one GPU: the whole 597-note benchmark, a full SFT epoch, 256 games a step
 #   PART   prepare sft eval-sft rl eval-rl selfplay eval-selfplay compare (default: all of them, in order).
 #          A part stops by itself after PART_TIMEOUT_S seconds (gpu: 480; 0 = no limit) and saves; running the
-#          same part again resumes it (verl resumes from the last checkpoint). scripts/gpu_kit.sh runs one part a call.
-# Output: $LADDER_DIR (default build/ladder-SCALE): ladder.json, ladder.md, report-rl/, report-selfplay/, logs/,
+#          same part again resumes it (verl resumes from the last checkpoint). `compare` takes the rungs evaluated.
+# BUDGET_S (0 = none): the seconds the whole command may take. An RL part then stops (SIGTERM: it saves and ends
+#          after its current step) when what follows it still needs the time: as long again as the last eval,
+#          plus STOP_RESERVE_S for the stop, save and teardown. Its step cap (RL_STEPS) is only a ceiling then.
+# EXTRA    more Hydra overrides for the sft and RL parts, space-separated (the GPU kit's attention settings).
+# Output: $LADDER_DIR (default build/ladder-SCALE): ladder.json, ladder.md, report-RUNG/, logs/,
 #         times.tsv (seconds per part) and each rung's run and eval folders.
 set -euo pipefail
 usage="usage: scripts/learning_ladder.sh tiny|cpu|gpu [prepare|sft|eval-sft|rl|eval-rl|selfplay|eval-selfplay|compare ...]"
@@ -29,7 +33,7 @@ case $scale in
   tiny)
     profile=cpu-smoke model=$work/sft-run/tiny-qwen3 prepare_model=false part_timeout=0
     sft=(sft.trainer.total_training_steps=2 sft.data.train_max_samples=16 sft.data.val_max_samples=8 sft.trainer.test_freq=2)
-    notes=4 eval_tokens=8 eval_backend=transformers
+    notes=4 eval_tokens=8 eval_backend=transformers eval_eager=false
     rows=2 group=2 steps=2 response=16 lr=1e-3
     run=(trainer.save_freq=1)
     ;;
@@ -37,7 +41,7 @@ case $scale in
     profile=cpu-smoke model=$work/models/smollm2-135m prepare_model=true part_timeout=0
     sft=(sft.optim.lr=5e-5 sft.optim.lr_warmup_steps_ratio=0.1 sft.trainer.total_training_steps=30
          sft.data.train_batch_size=4 sft.trainer.test_freq=-1)
-    notes=40 eval_tokens=256 eval_backend=vllm
+    notes=40 eval_tokens=256 eval_backend=vllm eval_eager=false
     rows=2 group=4 steps=${RL_STEPS:-8} response=256 lr=1e-5
     run=(data.max_prompt_length=1536 trainer.save_freq=1
          actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes=1073741824
@@ -49,28 +53,39 @@ case $scale in
     full=(actor_rollout_ref.model.lora_rank=0 actor_rollout_ref.actor.fsdp_config.model_dtype=fp32)
     sft=("${full[@]}" sft.optim.lr=5e-5 sft.optim.lr_warmup_steps_ratio=0.1 sft.trainer.total_epochs=1
          sft.trainer.test_freq=-1)
-    notes=all eval_tokens=512 eval_backend=vllm
+    # Eager vLLM (rollout and evals): compiling and capturing CUDA graphs costs more start-up than a 135 M model's
+    # decoding gains in a run of minutes. The rollout decodes a whole step's 256 games at once.
+    notes=all eval_tokens=512 eval_backend=vllm eval_eager=true
     rows=32 group=8 steps=${RL_STEPS:-30} response=512 lr=1e-5
-    run=("${full[@]}" trainer.save_freq=5 data.max_prompt_length=2048)
+    run=("${full[@]}" trainer.save_freq=5 data.max_prompt_length=2048 actor_rollout_ref.rollout.enforce_eager=true
+         actor_rollout_ref.rollout.max_num_seqs=256)
     ;;
   *) echo "$usage" >&2; exit 2 ;;
 esac
 part_timeout=${PART_TIMEOUT_S:-$part_timeout}
+budget=${BUDGET_S:-0}
+stop_reserve=${STOP_RESERVE_S:-90}
+read -r -a extra <<<"${EXTRA:-}"
 build_tiny=false
 [ "$scale" != tiny ] || build_tiny=true
 sft_model=$work/sft-run/sft/model
 
 mkdir -p "$work/logs"
 timed() {  # timed NAME COMMAND...: one part, its output in logs/NAME.log, its seconds in times.tsv
-  local name=$1 start=$SECONDS code=0
+  local name=$1 start=$SECONDS code=0 limit=${limit_override:-$part_timeout}
   shift
-  echo "== $name"
-  if [ "$part_timeout" -gt 0 ]; then
-    timeout -k 60 "$part_timeout" "$@" >"$work/logs/$name.log" 2>&1 || code=$?
+  echo "== $name${limit_override:+ (stops after ${limit_override} s to keep the budget)}"
+  if [ "$limit" -gt 0 ]; then
+    timeout -k 60 "$limit" "$@" >"$work/logs/$name.log" 2>&1 || code=$?
   else
     "$@" >"$work/logs/$name.log" 2>&1 || code=$?
   fi
   printf '%s\t%s\t%s\n' "$name" "$((SECONDS - start))" "$code" | tee -a "$work/times.tsv"
+  last_seconds=$((SECONDS - start))
+  # A budgeted RL part stopped by its limit saved and ended after its step: timeout's 124 is its normal end.
+  if [ "$code" -eq 124 ] && [ -n "${limit_override:-}" ]; then
+    code=0
+  fi
   if [ "$code" -ne 0 ]; then
     echo "$name: exit $code; its log: $work/logs/$name.log (a part stopped at its time limit resumes when run again)" >&2
     tail -20 "$work/logs/$name.log" >&2
@@ -80,18 +95,30 @@ timed() {  # timed NAME COMMAND...: one part, its output in logs/NAME.log, its s
 evaluate() {  # evaluate RUNG MODEL: greedy on the ladder's fixed notes
   local limit=()
   [ "$notes" = all ] || limit=(--limit "$notes")
+  ! $eval_eager || limit+=(--enforce-eager)
   timed "eval-$1" "$medplay" eval --model "$2" --output "$work/eval-$1" "${limit[@]}" \
     --max-new-tokens "$eval_tokens" --backend "$eval_backend"
+  eval_seconds=$last_seconds
 }
 rl() {  # rl RUNG OVERRIDES...: groups of $group games per seed row from the SFT weights
-  local rung=$1
+  local rung=$1 limit_override=
   shift
+  if [ "$budget" -gt 0 ]; then
+    # The eval that follows takes as long as the last one (this call's, else an earlier call's in times.tsv).
+    [ -n "${eval_seconds:-}" ] || eval_seconds=$(awk -F'\t' '$1 ~ /^eval-/ {s = $2} END {print s + 0}' \
+      "$work/times.tsv" 2>/dev/null || echo 0)
+    limit_override=$((budget - SECONDS - eval_seconds - stop_reserve))
+    if [ "$limit_override" -lt "$stop_reserve" ]; then
+      echo "$rung: only ${limit_override} s of BUDGET_S=$budget left for training after ${SECONDS} s: not started" >&2
+      exit 1
+    fi
+  fi
   timed "$rung" "$medplay" train profile="$profile" medplay.output_dir="$work/$rung" medplay.data_dir="$work/data" \
     medplay.model.path="$sft_model" medplay.model.build_tiny=false medplay.judge.backend=rules \
     medplay.stop_grace_s=60 data.train_batch_size="$rows" actor_rollout_ref.rollout.n="$group" \
     actor_rollout_ref.actor.ppo_mini_batch_size="$rows" data.max_response_length="$response" \
     actor_rollout_ref.actor.optim.lr="$lr" trainer.total_training_steps="$steps" trainer.val_before_train=false \
-    "${run[@]}" "$@"
+    "${run[@]}" "${extra[@]}" "$@"
 }
 
 for part in "${parts[@]}"; do
@@ -104,7 +131,7 @@ for part in "${parts[@]}"; do
       ;;
     sft)
       timed sft "$medplay" sft profile="$profile" medplay.output_dir="$work/sft-run" medplay.data_dir="$work/data" \
-        medplay.model.path="$model" medplay.model.build_tiny="$build_tiny" "${sft[@]}"
+        medplay.model.path="$model" medplay.model.build_tiny="$build_tiny" "${sft[@]}" "${extra[@]}"
       ;;
     eval-sft) evaluate sft "$sft_model" ;;
     rl) rl rl medplay.training_mode=assessor medplay.adversarial_games=false ;;
@@ -112,11 +139,14 @@ for part in "${parts[@]}"; do
     selfplay) rl selfplay medplay.training_mode=joint medplay.adversarial_games=true ;;
     eval-selfplay) evaluate selfplay "$work/selfplay/checkpoints" ;;
     compare)
-      timed compare "$medplay" compare --eval sft="$work/eval-sft" --eval rl="$work/eval-rl" \
-        --eval selfplay="$work/eval-selfplay" --output "$work" --stem ladder
+      evals=()
+      for rung in sft rl selfplay; do
+        [ ! -f "$work/eval-$rung/eval.json" ] || evals+=(--eval "$rung=$work/eval-$rung")
+      done
+      timed compare "$medplay" compare "${evals[@]}" --output "$work" --stem ladder
       for rung in rl selfplay; do
-        timed "report-$rung" "$medplay" report --metrics "$work/$rung/checkpoints/metrics.jsonl" \
-          --output "$work/report-$rung"
+        [ ! -f "$work/$rung/checkpoints/metrics.jsonl" ] || timed "report-$rung" "$medplay" report \
+          --metrics "$work/$rung/checkpoints/metrics.jsonl" --output "$work/report-$rung"
       done
       cat "$work/ladder.md"
       ;;

@@ -68,7 +68,7 @@ def run_benchmark(args: argparse.Namespace) -> int:
         print(f"benchmark: skipped {count} rows: {reason}")
     model = resolve_model(args.model)
     backend = choose_backend(args.backend)
-    settings = GenerationSettings(args.max_new_tokens, args.batch_size, args.native_thinking)
+    settings = GenerationSettings(args.max_new_tokens, args.batch_size, args.native_thinking, args.enforce_eager)
     print(f"evaluating {model} with {backend} on {len(benchmark.golds)} notes of {benchmark.source}")
     started = time.perf_counter()
     try:
@@ -160,7 +160,7 @@ def run_crossplay(args: argparse.Namespace) -> int:
     seeds = load_league_seeds(args.seeds).head(args.limit)
     judge, judge_name = _judge(args)
     backend = choose_backend(args.backend)
-    settings = GenerationSettings(args.max_new_tokens, args.batch_size, args.native_thinking)
+    settings = GenerationSettings(args.max_new_tokens, args.batch_size, args.native_thinking, args.enforce_eager)
     n = len(checkpoints)
     print(
         f"cross-play league: {n} checkpoints, {n * n} cells x {len(seeds.seeds)} games of {seeds.source}; "
@@ -237,6 +237,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         choices=("auto", "vllm", "transformers"),
         default="auto",
         help="auto: vLLM when installed and a GPU is present, else transformers",
+    )
+    parser.add_argument(
+        "--enforce-eager",
+        action="store_true",
+        help="vLLM on a GPU: no torch.compile or CUDA graphs (a shorter start, perhaps slower decoding); "
+        "always so on CPU",
     )
     parser.add_argument(
         "--native-thinking", action="store_true", help="use the chat template's thinking mode (Qwen3) for the prompt"

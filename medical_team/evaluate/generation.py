@@ -25,6 +25,7 @@ class GenerationSettings:
     max_new_tokens: int = 1024
     batch_size: int = 16
     native_thinking: bool = False  # use the chat template's thinking mode (Qwen3) instead of the prefix
+    enforce_eager: bool = False  # vLLM without torch.compile and CUDA graphs (always on CPU)
 
 
 def gpu_available() -> bool:
@@ -48,15 +49,19 @@ class VLLMGenerator:
     `max_num_seqs`); `GenerationSettings.batch_size` only sizes transformers' batches. On CPU the
     engine runs eagerly (torch.compile adds ~90 s to its start there and decodes no faster) and its
     KV cache is a fixed `CPU_KV_CACHE_BYTES`: vLLM's default would reserve 92 % of host RAM and refuses
-    to start when other processes hold more than the rest.
+    to start when other processes hold more than the rest. On a GPU `settings.enforce_eager` skips the
+    compilation and CUDA-graph capture, which cost more start-up than they save on a small model.
     """
 
     def __init__(self, model: Path | str, settings: GenerationSettings) -> None:
         from vllm import LLM, SamplingParams
 
         self.settings = settings
-        cpu_only = {} if gpu_available() else {"enforce_eager": True, "kv_cache_memory_bytes": CPU_KV_CACHE_BYTES}
-        self.llm = LLM(model=str(model), seed=0, **cpu_only)
+        if gpu_available():
+            engine: dict[str, Any] = {"enforce_eager": settings.enforce_eager}
+        else:
+            engine = {"enforce_eager": True, "kv_cache_memory_bytes": CPU_KV_CACHE_BYTES}
+        self.llm = LLM(model=str(model), seed=0, **engine)
         self.tokenizer = self.llm.get_tokenizer()
         self.params = SamplingParams(temperature=0.0, max_tokens=settings.max_new_tokens)
 
