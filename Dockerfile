@@ -6,7 +6,7 @@
 # Run:   docker run --gpus all --ipc=host -v "$PWD/checkpoints:/checkpoints" medplay:latest train profile=80g
 ARG FLAVOUR=gpu
 ARG CUDA_IMAGE=nvidia/cuda:13.0.2-devel-ubuntu24.04
-# Debian's own image, or one made from Debian's packages where no registry is reachable (docker/debian-base.sh).
+# Debian's own image, or one made from Debian's packages where no registry is reachable (docker/cpu-inputs.sh).
 ARG DEBIAN_IMAGE=docker.io/library/debian:bookworm
 
 FROM ${CUDA_IMAGE} AS os-gpu

@@ -20,7 +20,7 @@ class Label(str, Enum):
 
 
 class Category(str, Enum):
-    """The four game categories of GAME.md (vanilla/adversarial x harmful/benign)."""
+    """The four game categories (vanilla/adversarial x harmful/benign): docs/game.md, "Seeds and the four categories"."""
 
     VANILLA_HARMFUL = "vanilla_harmful"
     VANILLA_BENIGN = "vanilla_benign"

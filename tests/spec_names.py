@@ -9,7 +9,8 @@ from medical_team.vocab import ERROR_TYPES, Category
 
 ADVERSARIAL = [c.value for c in Category if c.adversarial]
 
-# Every metric name of GAME.md's "Metrics" section, with <category> and <error_type> expanded.
+# Every metric name of docs/game.md's "Metrics" table, with <category> and <error_type> expanded, less the extra
+# counts (`game/games`, `game/ties_removed`) and the trainer's gold-probe keys.
 GAME_MD_METRICS = [
     *(f"game/count/{c.value}" for c in Category),
     "game/tie_rate",
@@ -43,7 +44,7 @@ MONITOR_METRICS = [
     "assessor/majority_verdict_share",
 ]
 
-# The series each training-report plot draws from GAME.md metrics (the step-time plot's depend on the run).
+# The series each training-report plot draws from the game's metrics (the step-time plot's depend on the run).
 GAME_PLOT_LABELS = {
     "reward_per_role": ["assessor", "attacker"],
     "assessor_accuracy_per_category": ["all", *(c.value for c in Category)],

@@ -27,7 +27,7 @@ class MedecNote:
 
 @dataclass(frozen=True)
 class GameSeed:
-    """One game of GAME.md: a seed note with its label, category and everything known of its error."""
+    """One game (docs/game.md): a seed note with its label, category and everything known of its error."""
 
     note_id: str  # MEDEC Text ID of the note the seed came from
     pair_id: str  # shared by the harmful and benign seed of one error note

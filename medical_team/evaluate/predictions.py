@@ -11,7 +11,7 @@ from medical_team.game.answers import parse_assessor_answer
 from medical_team.game.cot import parse_response
 from medical_team.vocab import Label
 
-# Format-violation name for an answer without one readable verdict (GAME.md counts it as a violation).
+# Format-violation name for an answer without one readable verdict (a violation: docs/game.md, "Assessor answers").
 UNREADABLE_VERDICT = "unreadable_verdict"
 
 

@@ -1,7 +1,7 @@
 """Chain-of-thought format parser: splits a response into reasoning and answer and names every rule it breaks.
 
 The response text is what the model wrote after the prompt's open `<think> ` block, so it begins
-with the reasoning. Tags are matched literally (case-sensitive), as GAME.md writes them.
+with the reasoning. Tags are matched literally (case-sensitive): docs/game.md, "Chain-of-thought format".
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ _ORDERED_TAGS = (THINK_CLOSE, ANSWER_OPEN, ANSWER_CLOSE)
 
 
 class FormatRule(str, Enum):
-    """One violation rule of GAME.md's chain-of-thought format."""
+    """One violation rule of the chain-of-thought format (docs/game.md, "Chain-of-thought format")."""
 
     NO_THINK_CLOSE = "no_think_close"  # `</think>` is missing
     NO_ANSWER_SPAN = "no_answer_span"  # no `<answer>` followed later by `</answer>`

@@ -15,7 +15,7 @@ class JudgeRequest:
     """One adversarial game to settle: the seed, what the attacker was asked to realise, and its rewrite."""
 
     seed: GameSeed
-    intended_label: Label  # the label the attacker's rewrite should have (GAME.md categories)
+    intended_label: Label  # the label the attacker's rewrite should have (its category, docs/game.md)
     rewrite: str  # the attacker's parsed answer: the note the assessor sees
 
 

@@ -1,4 +1,4 @@
-"""Per-step game metrics of GAME.md, with the same keys every step (empty groups report 0.0)."""
+"""Per-step game metrics (docs/game.md, "Metrics"), with the same keys every step (empty groups report 0.0)."""
 
 from __future__ import annotations
 
@@ -85,7 +85,7 @@ def _attacker_metrics(adversarial: list[GameOutcome]) -> dict[str, float]:
 
 
 def game_metrics(outcomes: Sequence[GameOutcome], judge_stats: JudgeStats | None = None) -> dict[str, float]:
-    """Every metric of GAME.md for one step's games (keys: `metric_names()`).
+    """Every metric of docs/game.md ("Metrics") for one step's games (keys: `metric_names()`).
 
     Rates over ties exclude them (the truth is unknown); format and reward metrics include every
     kept sample. `judge/calls` counts adversarial games (one judge request each) and

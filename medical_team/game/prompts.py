@@ -1,4 +1,4 @@
-"""Chat prompts for the attacker and the assessor, in the chain-of-thought format of GAME.md.
+"""Chat prompts for the attacker and the assessor, in the chain-of-thought format of docs/game.md.
 
 The messages carry no thinking prefix: `with_thinking_prefix` is applied to the text that the
 chat template renders, so the model starts inside an open `<think>` block.

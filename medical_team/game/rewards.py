@@ -1,4 +1,4 @@
-"""Reward tables of GAME.md: `general_sum` (default) and `zero_sum`, per role and per term; and `difficulty_band`.
+"""Reward tables of docs/game.md ("Rewards"): `general_sum` (default), `zero_sum` and `difficulty_band`, per role and term.
 
 `difficulty_band` scores a game as `general_sum` does except for the attacker's outcome term, which
 depends on the assessor's success rate over several games and is added at the step level

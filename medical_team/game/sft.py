@@ -1,4 +1,4 @@
-"""Format warm-start (SFT) examples: the game's own prompts with gold targets in GAME.md's format.
+"""Format warm-start (SFT) examples: the game's own prompts with gold targets in the game's format (docs/game.md).
 
 A target is what the model writes after the thinking prefix: `<reasoning> </think> <answer> ... </answer>`.
 Assessor targets come from the seed's gold labels; attacker targets from MEDEC's own pairs (`inject`:
@@ -35,7 +35,7 @@ class SftExample:
 
 
 def cot_response(reasoning: str, answer: str) -> str:
-    """A response in GAME.md's chain-of-thought format (what follows the prompt's open `<think> `)."""
+    """A response in the chain-of-thought format of docs/game.md (what follows the prompt's open `<think> `)."""
     return f"{reasoning} {THINK_CLOSE} {ANSWER_OPEN} {answer} {ANSWER_CLOSE}"
 
 

@@ -25,7 +25,7 @@ def _normalized(text: str) -> str:
 
 
 def check_rules(request: JudgeRequest, settings: RuleSettings) -> RuleFinding:
-    """Apply the rule checks of GAME.md in order: empty rewrite, copy of the seed, length ratio band."""
+    """Apply the rule checks of docs/judge.md in order: empty rewrite, copy of the seed, length ratio band."""
     rewrite = _normalized(request.rewrite)
     seed = request.seed
     if not rewrite:

@@ -1,7 +1,7 @@
 """verl's V1 synchronous trainer with the game's per-step metrics, registered as `medplay_sync`.
 
 Select with `trainer.v1.trainer_mode=medplay_sync`. Every step logs, besides verl's own metrics,
-every name of GAME.md (`medical_team.game.game_metrics` over the games the agent-loop workers
+every name of docs/game.md's "Metrics" (`medical_team.game.game_metrics` over the games the agent-loop workers
 settled this step, dropped ties included), `samples/<role>`, the rows of each role in the update
 batch, and with the learning probe on, `probe/<role>/behaviour_rate`. They reach every `trainer.logger`
 backend through verl's Tracking.

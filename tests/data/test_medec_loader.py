@@ -1,4 +1,4 @@
-"""The MEDEC loader on the bundled files and on small CSVs with every quirk NOTES.md lists."""
+"""The MEDEC loader on the bundled files and on small CSVs with every quirk docs/data.md ("Loading MEDEC CSVs") lists."""
 
 from __future__ import annotations
 

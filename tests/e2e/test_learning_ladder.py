@@ -25,7 +25,7 @@ from medical_team.evaluate.metrics_log import read_metrics
 pytestmark = pytest.mark.e2e
 
 REPO = Path(__file__).resolve().parents[2]
-# What a self-play run logs, so what its report draws: every GAME.md series and collapse monitor, and verl's timers
+# What a self-play run logs, so what its report draws: every game metric and collapse monitor, and verl's timers
 # except `reward` (the agent loop scores training games itself) and `testing` (no validation here).
 REPORTED = {
     **GAME_PLOT_LABELS,

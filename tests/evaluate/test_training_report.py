@@ -17,7 +17,7 @@ PHASES = ("step", "gen", "reward", "old_log_prob", "ref", "adv", "update_actor",
 
 
 def step_metrics(step: int) -> dict[str, float]:
-    """Every GAME.md metric, every collapse monitor and verl's timers, varying with the step like a run would."""
+    """Every game metric (docs/game.md), every collapse monitor and verl's timers, varying with the step like a run would."""
     names = (*metric_names(), *monitor_names())
     data = {name: 0.5 + 0.4 * math.sin(step + index) for index, name in enumerate(names)}
     data.update({f"timing_s/{phase}": 0.1 * (index + 1) + 0.01 * step for index, phase in enumerate(PHASES)})

@@ -84,7 +84,7 @@ _ORACLE = re.compile(r"(?P<r>.*?)</think>\s*<answer>(?P<a>.*?)</answer>\s*", re.
 
 
 def oracle_compliant(text: str) -> bool:
-    """GAME.md's format, written independently of the parser: one shape, tags once, nothing empty."""
+    """The format of docs/game.md, written independently of the parser: one shape, tags once, nothing empty."""
     if "<think>" in text or any(text.count(tag) != 1 for tag in TAGS[1:]):
         return False
     match = _ORACLE.fullmatch(text)
@@ -147,7 +147,7 @@ def test_fuzz_mutations_are_flagged(rule: FormatRule, reasoning: str, answer: st
 
 
 def oracle_rules(text: str) -> set[FormatRule]:
-    """Each rule of GAME.md checked on its own from all tag positions (a second, slower implementation)."""
+    """Each rule of docs/game.md checked on its own from all tag positions (a second, slower implementation)."""
     occ = {tag: [m.start() for m in re.finditer(re.escape(tag), text)] for tag in TAGS}
     close, opening, end = occ["</think>"], occ["<answer>"], occ["</answer>"]
     start = opening[0] + len("<answer>") if opening else -1

@@ -1,4 +1,4 @@
-"""Reward tables: general_sum against GAME.md's table for every combination, zero_sum's zero-sum property."""
+"""Reward tables: general_sum against docs/game.md's table for every combination, zero_sum's zero-sum property."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def response(answer: str, compliant: bool) -> str:
 
 
 def table_general_sum(truth, verdict, faithful, intended, fmt_assessor, fmt_attacker, adversarial, bonus):
-    """GAME.md's general_sum table, written out term by term."""
+    """The general_sum table of docs/game.md ("Rewards"), written out term by term."""
     format_ok_assessor = fmt_assessor and verdict is not None  # an unreadable verdict is a format violation
     correct = verdict is not None and verdict == truth
     assessor = (1 if correct else -1) + (1 if format_ok_assessor else -1)
