@@ -28,13 +28,14 @@ work=$(realpath -m "${LADDER_DIR:-build/ladder-$scale}")  # absolute: the runs c
 medplay=${MEDPLAY:-.venv/bin/medplay}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
 
-# Sizes per scale. RL rungs: ROWS seed rows a step x GROUP games each; both rungs run the same steps and rate.
+# Sizes per scale. RL rungs: ROWS seed rows a step x GROUP games each, optimizer updates on MINI rows at a time;
+# both rungs run the same steps and rate.
 case $scale in
   tiny)
     profile=cpu-smoke model=$work/sft-run/tiny-qwen3 prepare_model=false part_timeout=0
     sft=(sft.trainer.total_training_steps=2 sft.data.train_max_samples=16 sft.data.val_max_samples=8 sft.trainer.test_freq=2)
     notes=4 eval_tokens=8 eval_backend=transformers eval_eager=false
-    rows=2 group=2 steps=2 response=16 lr=1e-3
+    rows=2 group=2 mini=2 steps=2 response=16 lr=1e-3
     run=(trainer.save_freq=1)
     ;;
   cpu)
@@ -42,7 +43,7 @@ case $scale in
     sft=(sft.optim.lr=5e-5 sft.optim.lr_warmup_steps_ratio=0.1 sft.trainer.total_training_steps=30
          sft.data.train_batch_size=4 sft.trainer.test_freq=-1)
     notes=40 eval_tokens=256 eval_backend=vllm eval_eager=false
-    rows=2 group=4 steps=${RL_STEPS:-8} response=256 lr=1e-5
+    rows=2 group=4 mini=2 steps=${RL_STEPS:-8} response=256 lr=1e-5
     run=(data.max_prompt_length=1536 trainer.save_freq=1
          actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes=1073741824
          "ray_kwargs.ray_init.runtime_env.env_vars.OMP_NUM_THREADS=\"$OMP_NUM_THREADS\"")
@@ -56,9 +57,15 @@ case $scale in
     # Eager vLLM (rollout and evals): compiling and capturing CUDA graphs costs more start-up than a 135 M model's
     # decoding gains in a run of minutes. The rollout decodes a whole step's 256 games at once.
     notes=all eval_tokens=512 eval_backend=vllm eval_eager=true
-    rows=32 group=8 steps=${RL_STEPS:-30} response=512 lr=1e-5
-    run=("${full[@]}" trainer.save_freq=5 data.max_prompt_length=2048 actor_rollout_ref.rollout.enforce_eager=true
-         actor_rollout_ref.rollout.max_num_seqs=256)
+    # Four optimizer updates a step (mini-batches of 8 seeds x 8 games); epochs enough for any step cap (18 steps
+    # make one pass over the 576 train seeds).
+    rows=32 group=8 mini=8 steps=${RL_STEPS:-30} response=512 lr=1e-5
+    # The KL to the reference in the loss (as GRPO does), not in the reward: the group baseline then sees game
+    # scores only (docs/game.md, "Advantages").
+    run=("${full[@]}" trainer.save_freq=5 trainer.total_epochs=20 data.max_prompt_length=2048
+         actor_rollout_ref.rollout.enforce_eager=true actor_rollout_ref.rollout.max_num_seqs=256
+         algorithm.use_kl_in_reward=false actor_rollout_ref.actor.use_kl_loss=true
+         actor_rollout_ref.actor.kl_loss_coef=0.01 actor_rollout_ref.actor.kl_loss_type=low_var_kl)
     ;;
   *) echo "$usage" >&2; exit 2 ;;
 esac
@@ -116,7 +123,7 @@ rl() {  # rl RUNG OVERRIDES...: groups of $group games per seed row from the SFT
   timed "$rung" "$medplay" train profile="$profile" medplay.output_dir="$work/$rung" medplay.data_dir="$work/data" \
     medplay.model.path="$sft_model" medplay.model.build_tiny=false medplay.judge.backend=rules \
     medplay.stop_grace_s=60 data.train_batch_size="$rows" actor_rollout_ref.rollout.n="$group" \
-    actor_rollout_ref.actor.ppo_mini_batch_size="$rows" data.max_response_length="$response" \
+    actor_rollout_ref.actor.ppo_mini_batch_size="$mini" data.max_response_length="$response" \
     actor_rollout_ref.actor.optim.lr="$lr" trainer.total_training_steps="$steps" trainer.val_before_train=false \
     "${run[@]}" "${extra[@]}" "$@"
 }
