@@ -2,7 +2,10 @@
 
 Pure functions over plain values (no verl, Ray, vLLM or torch): `plan_inputs` reads the composed config (as a
 plain dict), `memory_plan` adds up the terms of each phase (rollout, old_log_prob, ref, update_actor, weight sync)
-and says whether the peak stays under the bar. docs/tuning.md explains every term and its measured source.
+and says whether the peak stays under the bar. It also sizes each vLLM engine's KV cache in bytes (`vllm_caches`):
+what its share leaves after weights and overhead, the figure `medplay train` hands both engines so that neither
+sizes itself by profiling a GPU that other processes are filling. docs/tuning.md explains every term and its
+measured source.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 GIB = 1024**3
+MIB = 1024**2
 # The bar a plan must stay under: the share of the card's memory the busiest phase may use.
 FIT_BAR = 0.90
 
@@ -197,8 +201,11 @@ class PlanInputs:
     ref_tokens: int
     needs_reference: bool
     rollout_share: float
+    # A KV cache size the config gives in bytes (verl's engine_kwargs.vllm, medplay.judge.serve); None: from the share.
+    rollout_kv_bytes: int | None
     weight_bucket_mib: int
     judge_share: float
+    judge_kv_bytes: int | None
     judge_quantization: str | None
     judge_max_model_len: int
     max_sequence: int
@@ -231,6 +238,11 @@ def _quantization(extra_args: Sequence[str]) -> str | None:
         if arg.startswith("--quantization="):
             return arg.split("=", 1)[1]
     return None
+
+
+def _bytes(value: object) -> int | None:
+    """A byte count from the config, or None when it is not set."""
+    return None if value is None else int(value)
 
 
 def plan_inputs(config: Mapping) -> PlanInputs:
@@ -286,8 +298,10 @@ def plan_inputs(config: Mapping) -> PlanInputs:
         needs_reference=bool(_get(config, "algorithm.use_kl_in_reward", False))
         or bool(_get(config, f"{arr}.actor.use_kl_loss", False)),
         rollout_share=float(_get(config, f"{arr}.rollout.gpu_memory_utilization", 0.5)),
+        rollout_kv_bytes=_bytes(_get(config, f"{arr}.rollout.engine_kwargs.vllm.kv_cache_memory_bytes")),
         weight_bucket_mib=int(_get(config, f"{arr}.rollout.checkpoint_engine.update_weights_bucket_megabytes", 2048)),
         judge_share=float(_get(config, "medplay.judge.serve.gpu_memory_utilization", 0.0)) if judge_on_gpu else 0.0,
+        judge_kv_bytes=_bytes(_get(config, "medplay.judge.serve.kv_cache_memory_bytes")) if judge_on_gpu else None,
         judge_quantization=_quantization(_get(config, "medplay.judge.serve.extra_args", [])) if judge_on_gpu else None,
         judge_max_model_len=int(_get(config, "medplay.judge.serve.max_model_len", 4096)),
         max_sequence=max_sequence,
@@ -449,7 +463,8 @@ def memory_plan(inputs: PlanInputs, vram_gib: float) -> MemoryPlan:
     params_computing = 0.0 if streamed else state["parameters"]
     optimizer_resident = 0.0 if (streamed or inputs.optimizer_offload) else state["optimizer"]
     working = fsdp_working_gib(shape)
-    judge = {"judge_vllm_share": inputs.judge_share * vram_gib} if inputs.judge is not None else {}
+    engines = {engine.name: engine for engine in engine_caches(inputs, vram_gib)}
+    judge = {"judge_vllm_share": engines["judge"].engine_gib} if inputs.judge is not None else {}
     asleep = {"rollout_vllm_asleep": VLLM_ASLEEP_GIB, **judge}
 
     old_tokens = micro_batch_tokens(inputs, inputs.log_prob_tokens)
@@ -461,7 +476,7 @@ def memory_plan(inputs: PlanInputs, vram_gib: float) -> MemoryPlan:
             "rollout",
             {
                 **_trainer({"parameters": params_resident, "optimizer": optimizer_resident}),
-                "rollout_vllm_share": inputs.rollout_share * vram_gib,
+                "rollout_vllm_share": engines["rollout"].engine_gib,
                 **judge,
             },
         ),
@@ -541,27 +556,99 @@ def memory_plan(inputs: PlanInputs, vram_gib: float) -> MemoryPlan:
     if inputs.entropy_chunking and not inputs.use_remove_padding and not inputs.use_fused_kernels:
         notes.append("entropy_from_logits_with_chunking acts only with use_remove_padding=true: full logits planned")
     notes.append(f"games per step: {inputs.games_per_step} (data.train_batch_size x actor_rollout_ref.rollout.n)")
+    notes += [engine.note() for engine in engines.values()]
     return MemoryPlan(vram_gib=vram_gib, phases=phases, kv_cache=kv_cache, notes=notes, problems=problems)
 
 
-def vllm_caches(inputs: PlanInputs, vram_gib: float) -> tuple[dict[str, dict[str, float]], list[str]]:
-    """KV cache each vLLM share leaves after weights and overhead, and a problem when it cannot hold one request."""
-    engines = [("rollout", inputs.policy, inputs.rollout_share, None, inputs.max_sequence,
-                "actor_rollout_ref.rollout.gpu_memory_utilization")]  # fmt: skip
+@dataclass(frozen=True)
+class EngineCache:
+    """One vLLM engine's memory: weights, overhead and a KV cache sized from its share of the card or given in bytes."""
+
+    name: str
+    share_gib: float
+    weights_gib: float
+    # What the share leaves after weights and overhead (negative: short of it), or the given size.
+    kv_gib: float
+    # What vLLM is handed (`kv_cache_memory_bytes`): kv_gib in whole MiB, 0 when the share leaves nothing.
+    kv_bytes: int
+    kv_bytes_per_token: int
+    request_tokens: int
+    # The config key that gave the size in bytes; None: sized from the share.
+    bytes_key: str | None
+    share_key: str
+
+    @property
+    def engine_gib(self) -> float:
+        """The engine's memory while awake: its share, or weights + overhead + the given KV cache."""
+        return self.share_gib if self.bytes_key is None else self.weights_gib + VLLM_OVERHEAD_GIB + self.kv_gib
+
+    @property
+    def kv_tokens(self) -> int:
+        """Tokens the KV cache holds."""
+        return self.kv_bytes // self.kv_bytes_per_token
+
+    @property
+    def requests_at_once(self) -> int:
+        """Longest requests the KV cache holds together."""
+        return self.kv_tokens // self.request_tokens
+
+    def note(self) -> str:
+        """One line: the bytes this engine's KV cache gets and what they hold."""
+        origin = self.bytes_key or (
+            f"{self.share_key} x card - {self.weights_gib:.2f} GiB of weights - {VLLM_OVERHEAD_GIB:g} GiB of overhead"
+        )
+        return (
+            f"{self.name} vLLM KV cache: {self.kv_bytes} bytes = {self.kv_bytes / GIB:.2f} GiB ({origin}): "
+            f"{self.kv_tokens} tokens, {self.requests_at_once} requests of {self.request_tokens} tokens at once"
+        )
+
+
+def engine_caches(inputs: PlanInputs, vram_gib: float) -> list[EngineCache]:
+    """The rollout's and (when served here) the judge's vLLM KV cache on a card of `vram_gib` GiB."""
+    arr = "actor_rollout_ref.rollout"
+    engines = [("rollout", inputs.policy, inputs.rollout_share, inputs.rollout_kv_bytes, None, inputs.max_sequence,
+                f"{arr}.gpu_memory_utilization", f"{arr}.engine_kwargs.vllm.kv_cache_memory_bytes")]  # fmt: skip
     if inputs.judge is not None:
-        engines.append(("judge", inputs.judge, inputs.judge_share, inputs.judge_quantization,
-                        inputs.judge_max_model_len, "medplay.judge.serve.gpu_memory_utilization"))  # fmt: skip
-    caches, problems = {}, []
-    for name, shape, share, quantization, request, key in engines:
+        engines.append(("judge", inputs.judge, inputs.judge_share, inputs.judge_kv_bytes, inputs.judge_quantization,
+                        inputs.judge_max_model_len, "medplay.judge.serve.gpu_memory_utilization",
+                        "medplay.judge.serve.kv_cache_memory_bytes"))  # fmt: skip
+    caches = []
+    for name, shape, share, given, quantization, request, share_key, bytes_key in engines:
         weights = shape.weights_gib(quantization)
-        kv_gib = share * vram_gib - weights - VLLM_OVERHEAD_GIB
-        tokens = max(0.0, kv_gib) * GIB / shape.kv_bytes_per_token
-        caches[name] = {"share_gib": round(share * vram_gib, 2), "weights_gib": round(weights, 2),
-                        "kv_cache_gib": round(kv_gib, 2), "kv_tokens": int(tokens), "requests_at_once": int(tokens // request)}  # fmt: skip
-        if tokens < request:
+        if given is None:
+            kv_gib = share * vram_gib - weights - VLLM_OVERHEAD_GIB
+            kv_bytes = max(0, int(kv_gib * GIB) // MIB * MIB)
+        else:
+            kv_gib, kv_bytes = given / GIB, given
+        caches.append(EngineCache(name, share * vram_gib, weights, kv_gib, kv_bytes, shape.kv_bytes_per_token,
+                                  request, None if given is None else bytes_key, share_key))  # fmt: skip
+    return caches
+
+
+def vllm_caches(inputs: PlanInputs, vram_gib: float) -> tuple[dict[str, dict[str, float]], list[str]]:
+    """Each vLLM engine's KV cache (GiB, bytes, tokens, requests) and a problem when it cannot hold one request."""
+    caches, problems = {}, []
+    for engine in engine_caches(inputs, vram_gib):
+        caches[engine.name] = {
+            "share_gib": round(engine.share_gib, 2),
+            "weights_gib": round(engine.weights_gib, 2),
+            "kv_cache_gib": round(engine.kv_gib, 2),
+            "kv_cache_bytes": engine.kv_bytes,
+            "kv_tokens": engine.kv_tokens,
+            "requests_at_once": engine.requests_at_once,
+        }
+        if engine.requests_at_once >= 1:
+            continue
+        if engine.bytes_key is None:
             problems.append(
-                f"the {name} vLLM share ({share:g} x {vram_gib:.1f} GiB) holds {weights:.1f} GiB of weights and "
-                f"{VLLM_OVERHEAD_GIB:g} GiB of overhead but no {request}-token request: raise {key}"
+                f"the {engine.name} vLLM share ({engine.share_gib / vram_gib:.4g} x {vram_gib:.1f} GiB) holds "
+                f"{engine.weights_gib:.1f} GiB of weights and {VLLM_OVERHEAD_GIB:g} GiB of overhead but no "
+                f"{engine.request_tokens}-token request: raise {engine.share_key}"
+            )
+        else:
+            problems.append(
+                f"the {engine.name} vLLM KV cache ({engine.kv_bytes} bytes) holds no {engine.request_tokens}-token "
+                f"request: raise {engine.bytes_key}"
             )
     return caches, problems
 

@@ -81,7 +81,10 @@ def requested_profile(args: argparse.Namespace) -> str | None:
 
 
 def compose_plan(profile: str, overrides: list[str], vram_gib: float) -> MemoryPlan:
-    """The memory plan of the config `medplay train profile=PROFILE OVERRIDES` would use, on a card of `vram_gib`."""
+    """The memory plan of the config `medplay train profile=PROFILE OVERRIDES` would use, on a card of `vram_gib`.
+
+    With `medplay.emulate_gpu_gib` the card is the emulated one, as `medplay train` sizes it.
+    """
     from omegaconf import OmegaConf
 
     from medical_team.memory_plan import memory_plan, plan_inputs
@@ -89,7 +92,11 @@ def compose_plan(profile: str, overrides: list[str], vram_gib: float) -> MemoryP
 
     others = [item for item in overrides if item.split("=", 1)[0].lstrip("+") != "profile"]
     config = compose_config([f"profile={profile}", *others])
-    return memory_plan(plan_inputs(OmegaConf.to_container(config, resolve=True)), vram_gib)
+    emulated = config.medplay.emulate_gpu_gib
+    plan = memory_plan(plan_inputs(OmegaConf.to_container(config, resolve=True)), emulated or vram_gib)
+    if emulated is not None:
+        plan.notes.insert(0, f"card: {emulated:g} GiB (medplay.emulate_gpu_gib), not {vram_gib:.1f} GiB")
+    return plan
 
 
 def render_plan(profile: str, plan: MemoryPlan) -> Table:
@@ -130,6 +137,8 @@ def run_plan(args: argparse.Namespace) -> int:
     if vram is None:
         vram, source = PROFILES[profile].card_gib, f"profile {profile}'s card"
     plan = compose_plan(profile, args.overrides, vram)
+    if plan.vram_gib != vram:
+        source = "medplay.emulate_gpu_gib"
     console = Console()
     if not console.is_terminal:
         console = Console(width=160)
@@ -143,7 +152,8 @@ def run_plan(args: argparse.Namespace) -> int:
     verdict = "fits" if plan.fits else "does NOT fit"
     console.print(
         f"profile {profile} {verdict}: peak {plan.peak.peak_gib:.1f} GiB in {plan.peak.name} = "
-        f"{100 * plan.peak_fraction:.1f} % of {vram:.1f} GiB (bar {100 * plan.bar:.0f} %); plan written to {output}",
+        f"{100 * plan.peak_fraction:.1f} % of {plan.vram_gib:.1f} GiB (bar {100 * plan.bar:.0f} %); "
+        f"plan written to {output}",
         soft_wrap=True,
         highlight=False,
     )
@@ -198,7 +208,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--vram-gib",
         type=float,
-        help="plan for a card of this many GiB (default: GPU 0's; without a GPU, the profile's smallest card)",
+        help="plan for a card of this many GiB (default: GPU 0's; without a GPU, the profile's smallest card); "
+        "medplay.emulate_gpu_gib, when set, is the card, as in `medplay train`",
     )
     parser.add_argument(
         "--checkpoints",

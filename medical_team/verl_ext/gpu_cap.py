@@ -1,9 +1,10 @@
 """`medplay.emulate_gpu_gib`: run a smaller card's profile on a bigger GPU, capped to the smaller card's memory.
 
 Two halves, one number. In the launcher (`emulate_card`), the rollout's and the judge's vLLM memory
-shares, which vLLM takes of the whole card, are scaled to the smaller card (a 0.35 share of 48 GiB is
-0.35 × 48 / 80 of an 80 GiB card), and the cap's fraction travels to every Ray worker in
-`MEDPLAY_GPU_MEMORY_FRACTION`. In each worker (`cap_this_worker`, run when verl imports medplay's
+shares, which vLLM checks are free on the whole card at start-up, are scaled to the smaller card (a 0.35
+share of 48 GiB is 0.35 × 48 / 80 of an 80 GiB card; their KV caches come in bytes from the memory plan
+for the smaller card, `kv_caches.size_kv_caches`, run before), and the cap's fraction travels to every
+Ray worker in `MEDPLAY_GPU_MEMORY_FRACTION`. In each worker (`cap_this_worker`, run when verl imports medplay's
 plugin through `VERL_USE_EXTERNAL_MODULES`), a Ray actor that holds a GPU (the trainer's FSDP workers)
 caps torch's caching allocator with `torch.cuda.set_per_process_memory_fraction`, so an allocation
 past the smaller card's size fails with torch's own out-of-memory error, as it would there.

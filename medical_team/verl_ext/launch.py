@@ -261,6 +261,7 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     """
     from medical_team.verl_ext.gpu_cap import emulate_card
     from medical_team.verl_ext.judge_run import check_judge, record_judge
+    from medical_team.verl_ext.kv_caches import size_kv_caches
     from medical_team.verl_ext.out_of_memory import out_of_memory
     from medical_team.verl_ext.progress import StepProgress
     from medical_team.verl_ext.served_judge import serve_judge
@@ -273,10 +274,14 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     # Every problem of the config at once, before Ray: verl's part (keys it does not define, values medplay needs),
     # then the `medplay:` section.
     settings = settings_from_trainer_config(config, verl_problems(config))
+    # From the profile's shares of the (emulated) card, before the emulation rescales them to this GPU.
+    sizing = size_kv_caches(config)
     emulation = emulate_card(config)
-    if emulation is not None:
-        say(f"medplay: {emulation}")
-        settings = settings_from_trainer_config(config)  # the judge's scaled share
+    for line in (sizing, emulation):
+        if line is not None:
+            say(f"medplay: {line}")
+    if (sizing, emulation) != (None, None):
+        settings = settings_from_trainer_config(config)  # the judge's KV cache bytes and scaled share
     check_data(config.data)
     check_judge(settings.judge)
     paths = run_paths(config, run_log_path(config))

@@ -16,13 +16,14 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 from omegaconf import DictConfig, open_dict
 
+from medical_team.cache_folder import cache_dir, judge_server_cache_environment
 from medical_team.console import say
 from medical_team.errors import UserInputError
 from medical_team.judge.settings import JudgeSettings, ServeSettings
@@ -74,7 +75,7 @@ def free_port() -> int:
 
 
 def vllm_command(model: Path, port: int, serve: ServeSettings, *, on_cpu: bool) -> list[str]:
-    """The vLLM OpenAI server's command line; on CPU the KV cache is capped instead of a GPU memory share."""
+    """The vLLM OpenAI server's command line: the KV cache in bytes, and on a GPU the share vLLM checks is free."""
     command = [
         sys.executable, "-m", "vllm.entrypoints.openai.api_server",
         "--model", str(model), "--served-model-name", str(model),
@@ -85,9 +86,9 @@ def vllm_command(model: Path, port: int, serve: ServeSettings, *, on_cpu: bool) 
     ]  # fmt: skip
     if serve.max_model_len is not None:
         command += ["--max-model-len", str(serve.max_model_len)]
-    if serve.kv_cache_memory_bytes is not None:
+    if serve.kv_cache_memory_bytes is not None:  # on a GPU the launcher sets it from the memory plan
         command += ["--kv-cache-memory-bytes", str(serve.kv_cache_memory_bytes)]
-    elif not on_cpu:
+    if not on_cpu:  # with the bytes above, only vLLM's start-up check that this share of the card is free
         command += ["--gpu-memory-utilization", str(serve.gpu_memory_utilization)]
     if serve.enforce_eager or on_cpu:
         command.append("--enforce-eager")
@@ -134,8 +135,16 @@ def wait_until_served(base_url: str, timeout_s: float, poll_s: float = 1.0) -> N
 class JudgeServer:
     """One vLLM OpenAI server process of the judge model, in its own process group."""
 
-    def __init__(self, command: list[str], port: int, log_file: Path, startup_timeout_s: float) -> None:
+    def __init__(
+        self,
+        command: list[str],
+        port: int,
+        log_file: Path,
+        startup_timeout_s: float,
+        environment: Mapping[str, str] | None = None,
+    ) -> None:
         self.command = command
+        self.environment = dict(environment or {})  # set over this process's own for the server
         self.base_url = f"http://127.0.0.1:{port}/v1"
         self.log_file = log_file
         self.startup_timeout_s = startup_timeout_s
@@ -146,6 +155,7 @@ class JudgeServer:
         """Start the server's process and return at once."""
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
         env = {key: value for key, value in os.environ.items() if not (key == "VLLM_CPU_KVCACHE_SPACE" and not value)}
+        env.update(self.environment)
         with open(self.log_file, "ab") as log:
             self.process = subprocess.Popen(
                 [sys.executable, "-c", _EXEC_WITH_PARENT_DEATH_SIGNAL, *self.command],
@@ -243,6 +253,7 @@ def serve_judge(config: DictConfig, judge: JudgeSettings) -> Iterator[JudgeServe
         port,
         Path(config.medplay.output_dir) / LOG_NAME,
         judge.serve.startup_timeout_s,
+        judge_server_cache_environment(cache_dir(config.medplay.get("cache_dir"))),
     )
     failure: list[JudgeServerError] = []
 

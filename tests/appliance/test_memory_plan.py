@@ -17,12 +17,15 @@ import pytest
 from omegaconf import OmegaConf
 from test_appliance_probe import gpu, gpu_host
 
+from medical_team.cli import main
 from medical_team.cli.probe import compose_plan
 from medical_team.memory_plan import (
     CHUNK_COPIES,
     GIB,
     MEDGEMMA_4B,
+    MIB,
     QWEN3_4B,
+    VLLM_OVERHEAD_GIB,
     forward_activations_gib,
     memory_plan,
     model_shape,
@@ -197,3 +200,46 @@ def test_medplay_probe_plan_writes_the_json(tmp_path):
         [*command[:-1], "profile=cpu-smoke"], capture_output=True, text=True, timeout=600, check=False
     )
     assert refused.returncode == 2 and "the plan is for a GPU profile" in refused.stdout + refused.stderr
+
+
+def test_each_vllm_engine_gets_its_kv_cache_in_bytes_from_what_its_share_leaves():
+    plan = compose_plan("80g", [], H100_GIB)
+    rollout = {phase.name: phase for phase in plan.phases}["rollout"].terms
+    for name, shape, share in (("rollout", QWEN3_4B, 0.45), ("judge", MEDGEMMA_4B, 0.2)):
+        left = (share * H100_GIB - shape.weights_gib() - VLLM_OVERHEAD_GIB) * GIB
+        cache = plan.kv_cache[name]
+        assert cache["kv_cache_bytes"] == int(left) // MIB * MIB and cache["kv_cache_bytes"] % MIB == 0
+        assert rollout[f"{name}_vllm_share"] == pytest.approx(share * H100_GIB)
+        assert f"{name} vLLM KV cache: {cache['kv_cache_bytes']} bytes" in "\n".join(plan.notes)
+    assert plan.kv_cache["judge"]["kv_tokens"] == plan.kv_cache["judge"]["kv_cache_bytes"] // (136 * 1024)
+
+
+def test_a_kv_cache_given_in_bytes_is_planned_as_given():
+    given = inputs(judge=MEDGEMMA_4B, judge_share=0.2, judge_kv_bytes=2 * GIB, rollout_kv_bytes=20 * GIB)
+    plan = memory_plan(given, H100_GIB)
+    assert plan.kv_cache["judge"]["kv_cache_bytes"] == 2 * GIB
+    assert plan.kv_cache["rollout"]["kv_cache_bytes"] == 20 * GIB
+    rollout = plan.phases[0].terms
+    assert rollout["judge_vllm_share"] == pytest.approx(MEDGEMMA_4B.weights_gib() + VLLM_OVERHEAD_GIB + 2)
+    assert rollout["rollout_vllm_share"] == pytest.approx(QWEN3_4B.weights_gib() + VLLM_OVERHEAD_GIB + 20)
+    short = memory_plan(dataclasses.replace(given, judge_kv_bytes=64 * MIB), H100_GIB)
+    (problem,) = short.problems
+    assert problem == f"the judge vLLM KV cache ({64 * MIB} bytes) holds no 4096-token request: " + (
+        "raise medplay.judge.serve.kv_cache_memory_bytes"
+    )
+
+
+def test_the_plan_is_for_the_emulated_card_with_the_bytes_train_gives_the_engines(tmp_path, capsys):
+    # The H200 run of 2026-11-26: `medplay probe --plan profile=80g medplay.emulate_gpu_gib=79` planned for 140.4 GiB.
+    output = tmp_path / "plan.json"
+    emulated = ["--vram-gib", "140.4", "profile=80g", "medplay.emulate_gpu_gib=79"]
+    assert main(["probe", "--plan", "--output", str(output), *emulated]) == 0
+    out = capsys.readouterr().out
+    plan = json.loads(output.read_text())
+    assert plan["vram_gib"] == 79 and plan["vram_source"] == "medplay.emulate_gpu_gib"
+    assert "profile 80g on 79.0 GiB" in out and "% of 79.0 GiB" in out
+    assert plan["notes"][0] == "card: 79 GiB (medplay.emulate_gpu_gib), not 140.4 GiB"
+    on_79 = compose_plan("80g", [], 79.0).kv_cache
+    assert {name: cache["kv_cache_bytes"] for name, cache in plan["kv_cache"].items()} == {
+        name: cache["kv_cache_bytes"] for name, cache in on_79.items()
+    }

@@ -1,12 +1,18 @@
-"""`medplay.emulate_gpu_gib`: a smaller card's profile on a bigger GPU (medical_team/verl_ext/gpu_cap.py)."""
+"""The GPU's memory at launch: `medplay.emulate_gpu_gib` (medical_team/verl_ext/gpu_cap.py) and both vLLM engines'
+KV caches in bytes from the memory plan (medical_team/verl_ext/kv_caches.py)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from medical_team.cli.probe import compose_plan
 from medical_team.errors import UserInputError
 from medical_team.verl_ext.gpu_cap import FRACTION_ENV, cap_this_worker, emulate_card
+from medical_team.verl_ext.kv_caches import size_kv_caches
 from medical_team.verl_ext.launch import compose_config
+from medical_team.verl_ext.served_judge import vllm_command
 from medical_team.verl_ext.settings import settings_from_trainer_config
 
 
@@ -56,3 +62,42 @@ def test_outside_a_gpu_worker_the_cap_is_not_applied(monkeypatch):
     assert cap_this_worker() is None  # no Ray worker holding a GPU here
     monkeypatch.delenv(FRACTION_ENV)
     assert cap_this_worker() is None
+
+
+def test_both_engines_get_the_plans_kv_bytes_for_the_emulated_card_and_keep_them_when_shares_are_scaled():
+    # As `medplay train profile=80g medplay.emulate_gpu_gib=79` on the H200 (140.4 GiB): size, then emulate.
+    config = compose_config(["profile=80g", "medplay.emulate_gpu_gib=79"])
+    line = size_kv_caches(config, total_gib=140.4)
+    emulate_card(config, total_gib=140.4)
+
+    planned = compose_plan("80g", ["medplay.emulate_gpu_gib=79"], 140.4).kv_cache
+    rollout_bytes = config.actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes
+    judge = settings_from_trainer_config(config).judge.serve
+    assert rollout_bytes == planned["rollout"]["kv_cache_bytes"]
+    assert judge.kv_cache_memory_bytes == planned["judge"]["kv_cache_bytes"]
+    assert line == (
+        "vLLM KV caches from the memory plan on a 79.0 GiB card, in bytes (no profiling): "
+        f"rollout {rollout_bytes / 2**30:.2f} GiB, judge {judge.kv_cache_memory_bytes / 2**30:.2f} GiB"
+    )
+    # The shares, scaled to this GPU, are left to vLLM's start-up check that they are free.
+    command = vllm_command(Path("/m"), 9000, judge, on_cpu=False)
+    assert command[command.index("--kv-cache-memory-bytes") + 1] == str(planned["judge"]["kv_cache_bytes"])
+    assert command[command.index("--gpu-memory-utilization") + 1] == str(round(0.2 * 79 / 140.4, 4))
+
+
+def test_a_kv_cache_given_in_bytes_is_kept_and_the_cpu_is_left_alone():
+    config = compose_config(["profile=48g", "medplay.judge.serve.kv_cache_memory_bytes=2147483648"])
+    size_kv_caches(config, total_gib=44.4)
+    assert config.medplay.judge.serve.kv_cache_memory_bytes == 2**31
+    rollout_bytes = config.actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes
+    assert rollout_bytes == compose_plan("48g", [], 44.4).kv_cache["rollout"]["kv_cache_bytes"]
+    smoke = compose_config(["profile=cpu-smoke", "medplay.judge.backend=vllm"])
+    assert size_kv_caches(smoke, total_gib=None) is None
+    assert smoke.actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes == 256 * 2**20
+    assert smoke.medplay.judge.serve.kv_cache_memory_bytes == 64 * 2**20
+
+
+def test_a_share_that_leaves_an_engine_no_kv_cache_stops_the_run_before_ray():
+    config = compose_config(["profile=80g", "medplay.judge.serve.gpu_memory_utilization=0.1"])
+    with pytest.raises(UserInputError, match=r"the judge vLLM share \(0.1 x 79.2 GiB\) .* raise medplay.judge.serve"):
+        size_kv_caches(config, total_gib=79.2)

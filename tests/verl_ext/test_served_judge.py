@@ -52,10 +52,10 @@ def test_vllm_backend_needs_a_model(medplay_section) -> None:
         selfplay_settings(medplay_section)
 
 
-def test_command_takes_a_gpu_share_on_gpus_and_a_kv_cap_on_cpu() -> None:
-    gpu = vllm_command(
-        Path("/m"), 9000, packaged_judge_settings(serve={"gpu_memory_utilization": 0.15}).serve, on_cpu=False
-    )
+def test_command_takes_the_kv_cache_in_bytes_beside_a_gpu_share_and_alone_on_cpu() -> None:
+    serve = {"gpu_memory_utilization": 0.15, "kv_cache_memory_bytes": 6 << 30}
+    gpu = vllm_command(Path("/m"), 9000, packaged_judge_settings(serve=serve).serve, on_cpu=False)
+    assert gpu[gpu.index("--kv-cache-memory-bytes") + 1] == str(6 << 30)
     assert gpu[gpu.index("--gpu-memory-utilization") + 1] == "0.15" and "--enforce-eager" not in gpu
     assert gpu[gpu.index("--served-model-name") + 1] == "/m" and gpu[gpu.index("--host") + 1] == "127.0.0.1"
     cpu = vllm_command(
@@ -273,3 +273,55 @@ def test_a_judge_server_that_dies_while_the_trainer_starts_ends_the_run(tmp_path
     with pytest.raises(JudgeServerError, match=expected), served_judge.serve_judge(config, settings):
         for _ in range(300):  # the trainer starting (Ray, workers) in the launcher's main thread
             time.sleep(0.1)
+
+
+# MedGemma 4B's config.json, as far as the memory plan reads it.
+MEDGEMMA_CONFIG = {
+    "text_config": {"vocab_size": 262208, "hidden_size": 2560, "intermediate_size": 10240, "num_hidden_layers": 34,
+                    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256},
+    "vision_config": {"hidden_size": 1152, "intermediate_size": 4304, "num_hidden_layers": 27},
+}  # fmt: skip
+
+
+def test_on_a_gpu_the_judge_server_starts_with_the_plans_kv_bytes_and_its_own_compile_caches(tmp_path, monkeypatch):
+    from medical_team.cli.probe import compose_plan
+    from medical_team.verl_ext import served_judge
+    from medical_team.verl_ext.kv_caches import size_kv_caches
+    from medical_team.verl_ext.launch import compose_config
+    from medical_team.verl_ext.settings import settings_from_trainer_config
+
+    model = tmp_path / "medgemma-4b-it"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(MEDGEMMA_CONFIG))
+    overrides = [f"medplay.judge.model={model}", f"medplay.output_dir={tmp_path}", f"medplay.cache_dir={tmp_path}/c"]
+    config = compose_config(["profile=80g", *overrides])
+    size_kv_caches(config, total_gib=79.2)  # what `medplay train` does before Ray
+    settings = settings_from_trainer_config(config).judge
+    # The server's process: the command line it was given, its cache variables, then an answering /v1/models.
+    port, commands = _free_port(), []
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v1" / "models").write_text("{}")
+    stand_in = (
+        "import os, runpy, sys; print('caches', *(os.environ[v] for v in sys.argv[1:4]), flush=True); "
+        f"sys.argv = ['http.server', '{port}', '--bind', '127.0.0.1', '--directory', '{tmp_path}']; "
+        "runpy.run_module('http.server', run_name='__main__')"
+    )
+
+    def command(*args, **kwargs) -> list[str]:
+        commands.append(vllm_command(*args, **kwargs))
+        return [sys.executable, "-c", stand_in, "VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"]
+
+    monkeypatch.setattr(served_judge, "vllm_command", command)
+    monkeypatch.setattr(served_judge, "free_port", lambda: port)
+    with served_judge.serve_judge(config, settings) as server:
+        served_judge.wait_until_served(server.base_url, timeout_s=60)
+        log = server.log_file.read_text()
+
+    (started,) = commands
+    planned = compose_plan("80g", overrides, 79.2).kv_cache["judge"]["kv_cache_bytes"]
+    assert started[started.index("--kv-cache-memory-bytes") + 1] == str(planned)
+    assert started[started.index("--gpu-memory-utilization") + 1] == "0.2"
+    judge_caches = [str(tmp_path / "c" / "judge-server" / sub) for sub in ("vllm", "torchinductor", "triton")]
+    assert f"caches {' '.join(judge_caches)}" in log
+    rollout_env = config.ray_kwargs.ray_init.runtime_env.env_vars
+    assert rollout_env["VLLM_CACHE_ROOT"] == str(tmp_path / "c" / "vllm") != judge_caches[0]

