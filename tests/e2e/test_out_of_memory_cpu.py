@@ -49,7 +49,9 @@ def assert_one_clear_message(result: subprocess.CompletedProcess[str], phase: st
     lines = [line for line in result.stderr.splitlines() if line.startswith("medplay train: out of GPU memory")]
     assert len(lines) == 1, result.stderr[-5000:]
     line = lines[0]
-    assert line.startswith(f"medplay train: out of GPU memory in {label or phase}: CUDA out of memory. Tried to allocate")
+    assert line.startswith(
+        f"medplay train: out of GPU memory in {label or phase}: CUDA out of memory. Tried to allocate"
+    )
     assert KNOBS[phase] in line and "`medplay probe --plan`" in line
     return line
 

@@ -142,7 +142,9 @@ def _alive(pid: int) -> bool:
 def test_a_server_that_dies_while_starting_is_a_clear_error(tmp_path: Path) -> None:
     command = [sys.executable, "-c", "import sys; print('CUDA out of memory'); sys.exit(3)"]
     server = JudgeServer(command, _free_port(), tmp_path / "judge-server.log", startup_timeout_s=60)
-    expected = r"^judge start-up: the judge's vLLM server logged a fatal line: CUDA out of memory; turn down .*its log: "
+    expected = (
+        r"^judge start-up: the judge's vLLM server logged a fatal line: CUDA out of memory; turn down .*its log: "
+    )
     with pytest.raises(JudgeServerError, match=expected) as caught:
         server.start()
     assert caught.value.exit_status == 4
