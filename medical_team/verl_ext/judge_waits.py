@@ -117,6 +117,7 @@ class JudgeWaitRelay:
             say(text)
 
     def waiting(self) -> str | None:
-        """The last wait line of a worker whose games still wait on the judge, else None."""
+        """What the last wait line of a worker whose games still wait on the judge says, else None."""
         with self._lock:
-            return next(iter(self._waiting.values()), None)
+            line = next(iter(self._waiting.values()), None)
+        return line.removeprefix(WAIT_MARK).strip() if line is not None else None

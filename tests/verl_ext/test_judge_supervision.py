@@ -233,15 +233,16 @@ def test_the_relay_says_workers_wait_lines_and_knows_who_still_waits(tmp_path, c
     log = tmp_path / "train.log"
     log.write_text("an earlier run's line\n")
     with JudgeWaitRelay(log, poll_s=3600) as relay:
-        waiting = f"{WAIT_MARK} 2 game(s) waiting for the judge at http://j/v1, the longest for 30 s"
+        said = "2 game(s) waiting for the judge at http://j/v1, the longest for 30 s"
+        waiting = f"{WAIT_MARK} {said}"
         with log.open("a") as handle:
             handle.write(f"(AgentLoopWorker pid=11) {waiting}\n(AgentLoopWorker pid=12) {waiting}\nother\n")
         relay.poll()
-        assert relay.waiting() == waiting
+        assert relay.waiting() == said
         with log.open("a") as handle:
             handle.write(f"(AgentLoopWorker pid=11) {WAIT_MARK} {OVER}: the judge answered\n")
         relay.poll()
-        assert relay.waiting() == waiting  # worker 12 still waits
+        assert relay.waiting() == said  # worker 12 still waits
         with log.open("a") as handle:
             handle.write(f"(AgentLoopWorker pid=12) {WAIT_MARK} {OVER}: the judge answered\n")
         relay.poll()
