@@ -369,10 +369,10 @@ class JudgeServer:
             if self.failure is not None or self._stopping.is_set():
                 return
             self.failure = error
-        self._settled.set()
         say(f"medplay: {STAGE}: failed ({phase}); the last lines of {self.log_file}:", err=True)
         for line in self.last_lines(TAIL_LINES):
             say(f"    {line[:300]}", err=True)
+        self._settled.set()  # after the lines: whoever waits for the start goes on with them said
         self._on_failure(error)
 
     def last_lines(self, count: int) -> list[str]:
