@@ -8,7 +8,6 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
 from medical_team.errors import UserInputError
 from medical_team.metrics_records import read_step_records
@@ -101,27 +100,15 @@ def print_step_lines(command: str, metrics_file: Path, metrics: Sequence[str], d
         print(line)
 
 
-def exit_now(status: int) -> NoReturn:
-    """End the process with `status` now, skipping the interpreter's teardown.
-
-    A failed run can leave Ray's or vLLM's native threads half torn down; the interpreter's teardown then
-    crashed (SIGSEGV after a judge server failed while Ray was starting) and the documented status was lost.
-    """
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)
-
-
 def run(args: argparse.Namespace) -> int:
     """Train, then print the per-step summary and where the checkpoint, the metrics file and the log are.
 
     A failed run ends with one line on stderr naming its cause; the traceback is in the run's log. Out of GPU
     memory, the line names the phase, verl's memory figures and the knobs; out of host RAM, what to lower; the
-    exit status of both is 4.
+    exit status of both is 4. The exit statuses: docs/troubleshooting.md, "Exit statuses of medplay train".
     """
     from medical_team.verl_ext.launch import train
-    from medical_team.verl_ext.out_of_memory import OUT_OF_MEMORY_EXIT, RunOutOfMemoryError
-    from medical_team.verl_ext.run_errors import one_line, run_stopping_cause
+    from medical_team.verl_ext.run_errors import end_run, failure_report
 
     report = probe_report_path(args)
     overrides = with_profile(list(args.overrides), report)
@@ -130,16 +117,8 @@ def run(args: argparse.Namespace) -> int:
         paths = train(overrides, verbose=args.verbose)
     except UserInputError:
         raise
-    except RunOutOfMemoryError as error:
-        print(f"medplay train: {error}", file=sys.stderr)
-        exit_now(OUT_OF_MEMORY_EXIT)
     except Exception as error:  # noqa: BLE001 - one line naming the cause; the traceback is in the run's log
-        cause = run_stopping_cause(error)
-        if cause is not None:
-            print(f"medplay train: stopped: {one_line(cause)}", file=sys.stderr)
-        else:
-            print(f"medplay train: failed: {type(error).__name__}: {one_line(error)}", file=sys.stderr)
-        exit_now(1)
+        end_run(*failure_report(error))
     print_step_lines("train", paths.metrics_file, SUMMARY_METRICS, digits=3)
     step = paths.latest_step_file.read_text().strip() if paths.latest_step_file.is_file() else "none"
     print(f"checkpoints: {paths.checkpoint_dir} (latest step: {step})")

@@ -12,30 +12,36 @@ from medical_team.judge.backends import build_judge
 from medical_team.judge.gold import build_gold, medec_seeds
 from medical_team.judge.gold_probe import GoldProbes
 from medical_team.judge.settings import JudgeSettings
+from medical_team.verl_ext.judge_waits import JudgeWaits
 from medical_team.verl_ext.served_judge import wait_until_served
 
 
-class ServedJudge:
-    """The `vllm` judge: its first call waits until the server `medplay train` started beside the trainer answers.
+class WatchedJudge:
+    """A model judge whose calls are counted while they wait (`JudgeWaits`: said on the console after 30 s).
 
-    The server starts at the same time as Ray and the trainer's workers (served_judge.serve_judge), so the
-    wait falls on the judge-executor thread of the first judged game, never on the agent loop's event loop.
+    For the `vllm` judge, the first call also waits until the server `medplay train` started beside the
+    trainer answers (served_judge.serve_judge), on the judge-executor thread of the first judged game,
+    never on the agent loop's event loop.
     """
 
     def __init__(self, judge: Judge, settings: JudgeSettings) -> None:
         self._judge = judge
         self._settings = settings
+        self._waits = JudgeWaits(str(settings.base_url or settings.url or settings.model))
         self._ready = threading.Event()
+        if settings.backend != "vllm":
+            self._ready.set()
         self._lock = threading.Lock()
 
     def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
         """The wrapped judge's verdicts, once the server answers."""
-        if not self._ready.is_set():
-            with self._lock:
-                if not self._ready.is_set():
-                    wait_until_served(str(self._settings.base_url), self._settings.serve.startup_timeout_s)
-                    self._ready.set()
-        return self._judge.judge(requests)
+        with self._waits.waiting():
+            if not self._ready.is_set():
+                with self._lock:
+                    if not self._ready.is_set():
+                        wait_until_served(str(self._settings.base_url), self._settings.serve.startup_timeout_s)
+                        self._ready.set()
+            return self._judge.judge(requests)
 
     def __getattr__(self, name: str):
         """Everything else (its stats, its name) is the wrapped judge's."""
@@ -48,7 +54,7 @@ def selfplay_judge(settings: JudgeSettings) -> Judge:
     if settings.backend == "vllm" and not settings.base_url:
         raise RuntimeError("medplay.judge.base_url is unset: the vllm judge is reached through `medplay train`")
     judge = build_judge(settings)
-    return ServedJudge(judge, settings) if settings.backend == "vllm" else judge
+    return judge if settings.backend == "rules" else WatchedJudge(judge, settings)
 
 
 @lru_cache(maxsize=4)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -221,11 +221,18 @@ def choose_ray_cluster(config: DictConfig) -> str:
     return "a new local cluster"
 
 
-def run_verl(config: DictConfig, stop_grace_s: float, log_file: Path, run_started: float | None = None) -> None:
+def run_verl(
+    config: DictConfig,
+    stop_grace_s: float,
+    log_file: Path,
+    run_started: float | None = None,
+    stuck: Callable[[], str | None] = lambda: None,
+) -> None:
     """verl's `main_ppo.main` body for an already composed config: device, validation, Ray, task runner.
 
     The console shows each startup stage as it begins and ends (medical_team/verl_ext/startup.py); the
-    trainer's readiness is counted from `run_started` (when `medplay train` began) when given.
+    trainer's readiness is counted from `run_started` (when `medplay train` began) when given. `stuck`
+    tells the SIGTERM handler why the step in progress cannot end (reliability/graceful_stop.py).
     """
     import ray
     from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
@@ -245,7 +252,7 @@ def run_verl(config: DictConfig, stop_grace_s: float, log_file: Path, run_starte
             if not ray.is_initialized():
                 start_ray(config)  # run_ppo then skips its own ray.init
         # After ray.init, which replaces the SIGTERM handler with one that exits at once.
-        install_sigterm_handler(Path(config.trainer.default_local_dir), stop_grace_s)
+        install_sigterm_handler(Path(config.trainer.default_local_dir), stop_grace_s, stuck)
         with TrainerStages(log_file, run_started):
             run_ppo(config, task_runner_class=TaskRunnerV1)  # trainer.use_v1=false is refused by verl_problems
     finally:
@@ -261,9 +268,12 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     """
     from medical_team.verl_ext.gpu_cap import emulate_card
     from medical_team.verl_ext.judge_run import check_judge, record_judge
+    from medical_team.verl_ext.judge_waits import JudgeWaitRelay
     from medical_team.verl_ext.kv_caches import size_kv_caches
     from medical_team.verl_ext.out_of_memory import out_of_memory
     from medical_team.verl_ext.progress import StepProgress
+    from medical_team.verl_ext.reliability.graceful_stop import StoppedWhileWaitingError, stopped_while
+    from medical_team.verl_ext.run_errors import end_run, failure_report
     from medical_team.verl_ext.served_judge import serve_judge
     from medical_team.verl_ext.settings import settings_from_trainer_config
     from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
@@ -286,6 +296,13 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     check_judge(settings.judge)
     paths = run_paths(config, run_log_path(config))
     say(f"medplay: full log: {paths.log_file}" + ("" if verbose else " (`medplay train --verbose` streams it)"))
+
+    def give_up(error: BaseException) -> None:
+        """End the process now with the line and status the main thread would have reached (served_judge)."""
+        say(f"medplay: training failed; full log: {paths.log_file}")
+        oom = out_of_memory(error, paths.log_file, paths.metrics_file, last_checkpoint(paths.checkpoint_dir))
+        end_run(*failure_report(oom or error))
+
     try:
         with output_to_log(paths.log_file, stream=verbose):
             apply_environment(runtime_env_vars(config))
@@ -293,14 +310,30 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
             check_model(config)
             segments_before = shm_segments()
             try:
-                with serve_judge(config, settings.judge):  # the `vllm` judge's server, before Ray and stopped after it
+                # The `vllm` judge's server, before Ray and stopped after it.
+                with serve_judge(config, settings.judge, give_up) as server:
                     record_run(config)
                     record_judge(config)
                     prepare_checkpoints(config)
-                    with StepProgress(
-                        paths.metrics_file, config.trainer.total_training_steps, monitors=settings.monitors
+                    with (
+                        StepProgress(
+                            paths.metrics_file, config.trainer.total_training_steps, monitors=settings.monitors
+                        ),
+                        JudgeWaitRelay(paths.log_file) as waits,
                     ):
-                        run_verl(config, settings.stop_grace_s, paths.log_file, started)
+
+                        def stuck() -> str | None:
+                            if server is not None and not server.ready.is_set():
+                                return "the judge's server had not answered yet"
+                            return waits.waiting()
+
+                        run_verl(config, settings.stop_grace_s, paths.log_file, started, stuck)
+            except KeyboardInterrupt:
+                if not stopped_while:
+                    raise
+                kept = last_checkpoint(paths.checkpoint_dir)
+                kept = f"the last checkpoint is intact: {kept}" if kept else "no checkpoint was saved yet"
+                raise StoppedWhileWaitingError(f"{stopped_while[0]}; {kept}") from None
             finally:
                 remove_orphaned_segments(segments_before)
     except UserInputError:

@@ -67,13 +67,16 @@ class RunOutOfMemoryError(RuntimeError):
 class OutOfGpuMemoryError(RunOutOfMemoryError):
     """The run ran out of GPU memory in `phase`; the message names the figures and the knobs."""
 
-    def __init__(self, phase: str, detail: str, verl_figures: str | None, checkpoint: str | None) -> None:
+    def __init__(
+        self, phase: str, detail: str, verl_figures: str | None, checkpoint: str | None, label: str | None = None
+    ) -> None:
         self.phase = phase
+        self.label = label or phase  # how the message names the phase (the judge's: its start-up or serving)
         figures = f"; verl's last memory figures: {verl_figures}" if verl_figures else ""
         kept = f"; the last checkpoint is intact: {checkpoint}" if checkpoint else "; no checkpoint was saved yet"
         knobs = KNOBS.get(phase) or "; ".join(KNOBS.values())
         super().__init__(
-            f"out of GPU memory in {phase}: {detail}{figures}; turn down {knobs} "
+            f"out of GPU memory in {self.label}: {detail}{figures}; turn down {knobs} "
             f"(`medplay probe --plan` sizes them for this GPU; docs/troubleshooting.md){kept}"
         )
 
@@ -180,7 +183,7 @@ def out_of_memory(
         return OutOfHostMemoryError(str(host).strip().splitlines()[0][:400].rstrip("."), checkpoint)
     for item in chain:
         if isinstance(item, JudgeServerError) and (line := _judge_log_oom(item)):
-            return OutOfGpuMemoryError(JUDGE_SERVER, line, None, checkpoint)
+            return OutOfGpuMemoryError(JUDGE_SERVER, line, None, checkpoint, label=item.phase)
     ooms = [item for item in chain if _is_torch_oom(item)]
     if not ooms:
         return _failed_rollouts(chain, log_file, metrics_file, checkpoint)

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
+from typing import NoReturn
+
+from medical_team.console import say
 from medical_team.judge.gold_probe import JudgeGoldFloorError
 from medical_team.judge.outage import JudgeUnavailableError
+from medical_team.verl_ext.reliability.graceful_stop import StoppedWhileWaitingError
 from medical_team.verl_ext.reliability.guards import NonFiniteTrainingError
 from medical_team.verl_ext.served_judge import JudgeServerError
 
@@ -32,6 +39,7 @@ RUN_STOPPING_ERRORS: tuple[type[BaseException], ...] = (
     AllTiesError,
     JudgeServerError,
     JudgeGoldFloorError,
+    StoppedWhileWaitingError,
 )
 
 
@@ -56,3 +64,36 @@ def one_line(error: BaseException) -> str:
     cause = getattr(error, "cause", None)
     text = str(cause if isinstance(cause, BaseException) else error)
     return text.strip().splitlines()[-1] if text.strip() else type(error).__name__
+
+
+def failure_report(error: BaseException) -> tuple[str, int]:
+    """The last line `medplay train` says for a run that failed with `error`, and its exit status.
+
+    Out of memory: the phase, figures and knobs, status 4; a run-stopping error: its own status (1 unless it
+    names one: the served judge 4 or 5, a stop while games waited on the judge 143); anything else: 1.
+    """
+    from medical_team.verl_ext.out_of_memory import OUT_OF_MEMORY_EXIT, RunOutOfMemoryError
+
+    if isinstance(error, RunOutOfMemoryError):
+        return f"medplay train: {error}", OUT_OF_MEMORY_EXIT
+    cause = run_stopping_cause(error)
+    if cause is not None:
+        return f"medplay train: stopped: {one_line(cause)}", int(getattr(cause, "exit_status", 1))
+    return f"medplay train: failed: {type(error).__name__}: {one_line(error)}", 1
+
+
+_ending = threading.Lock()
+
+
+def end_run(line: str, status: int) -> NoReturn:
+    """Say the run's last line on stderr and end the process with `status` now; the first thread here wins.
+
+    The interpreter's teardown is skipped: a failed run can leave Ray's or vLLM's native threads half torn
+    down, and the teardown then crashed (SIGSEGV after a judge server failed while Ray was starting) and the
+    documented status was lost. The launcher's main thread and its judge deadline can both get here.
+    """
+    _ending.acquire()  # a second caller waits here until the first one's exit ends the process
+    say(line, err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)

@@ -2,9 +2,14 @@
 
 One job: start `python -m vllm.entrypoints.openai.api_server` for `medplay.judge.model` on loopback,
 wait until it answers `/v1/models`, stop it (process group: TERM, then KILL) when training ends or
-the launcher gets a signal, and say clearly when it dies. The agent loops reach it through the
-OpenAI-compatible judge client (`medical_team.judge.openai_backend`). Why not verl's
+the launcher gets a signal, and end the run within seconds when it fails. The agent loops reach it
+through the OpenAI-compatible judge client (`medical_team.judge.openai_backend`). Why not verl's
 `reward.reward_model` servers: docs/judge.md, "The served judge".
+
+Supervision (docs/reliability.md, "The served judge fails"): while it starts, a console line every
+`report_every_s` with the seconds waited and its log's last line; a fatal line in its log (FATAL_LINES),
+its exit, or (once it answered) `health_failures` failed `/health` probes in a row end the run with its
+log's last lines, the phase (START_UP or SERVING) and the setting to change.
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -27,16 +33,78 @@ from medical_team.cache_folder import cache_dir, judge_server_cache_environment
 from medical_team.console import say
 from medical_team.errors import UserInputError
 from medical_team.judge.settings import JudgeSettings, ServeSettings
-from medical_team.verl_ext.startup import stage
+from medical_team.verl_ext.appended_lines import AppendedLines
+from medical_team.verl_ext.out_of_memory import OUT_OF_MEMORY_EXIT
+from medical_team.verl_ext.startup import ready_line, started_line
 
 LOG_NAME = "judge-server.log"
 STAGE = "judge server"  # its name on the console's startup lines
 STOP_GRACE_S = 30.0
+FAILED_STOP_GRACE_S = 2.0  # a failed server is not waited for: the run ends within seconds
+# After a failure, the launcher's main thread gets this long to unwind (Ray's shutdown) before the process ends.
+GIVE_UP_AFTER_S = 6.0
 _PR_SET_PDEATHSIG = 1
+# The phases a judge failure names: before its first answer, and after it.
+START_UP = "judge start-up"
+SERVING = "judge serving"
+JUDGE_FAILED_EXIT = 5  # `medplay train`'s exit status when the served judge fails (for memory: OUT_OF_MEMORY_EXIT)
+TAIL_LINES = 12  # of its log, shown on the console when it fails
+# The setting to change, by cause.
+MODEL_KNOB = (
+    "its log says why; check medplay.judge.model (a model this vLLM serves) and medplay.judge.serve.extra_args, "
+    "or use a judge served elsewhere (medplay.judge.backend=openai with medplay.judge.base_url)"
+)
+TIMEOUT_KNOB = "raise medplay.judge.serve.startup_timeout_s if it was still loading"
+SERVING_KNOB = (
+    "its log says why; to train meanwhile, use a judge served elsewhere "
+    "(medplay.judge.backend=openai with medplay.judge.base_url)"
+)
+
+
+@dataclass(frozen=True)
+class FatalLine:
+    """Text of a vLLM log line after which the server never answers, and the setting to change."""
+
+    text: str
+    knob: str
+    memory: bool = False  # its memory was sized wrong: exit status OUT_OF_MEMORY_EXIT
+
+
+FATAL_LINES = (
+    FatalLine("EngineCore failed to start", MODEL_KNOB),
+    FatalLine("Engine core initialization failed", MODEL_KNOB),
+    FatalLine(
+        "No available memory for the cache blocks",
+        "its weights and activations left no room for a KV cache: raise medplay.judge.serve.gpu_memory_utilization "
+        "or give the cache in bytes (medplay.judge.serve.kv_cache_memory_bytes)",
+        memory=True,
+    ),
+    FatalLine(
+        "Error in memory profiling",
+        "another process changed the card's memory while vLLM measured it: give the judge's KV cache in bytes "
+        "(medplay.judge.serve.kv_cache_memory_bytes), which needs no profiling",
+        memory=True,
+    ),
+    FatalLine(
+        "CUDA out of memory",
+        "turn down medplay.judge.serve.gpu_memory_utilization (or kv_cache_memory_bytes), max_model_len, max_num_seqs",
+        memory=True,
+    ),
+    FatalLine(
+        "torch.OutOfMemoryError",
+        "turn down medplay.judge.serve.gpu_memory_utilization (or kv_cache_memory_bytes), max_model_len, max_num_seqs",
+        memory=True,
+    ),
+)
 
 
 class JudgeServerError(RuntimeError):
-    """The judge's vLLM server did not start or answer in time."""
+    """The judge's vLLM server failed in `phase`: it exited, logged a fatal line, or did not answer."""
+
+    def __init__(self, message: str, *, phase: str = START_UP) -> None:
+        super().__init__(message)
+        self.phase = phase
+        self.exit_status = JUDGE_FAILED_EXIT
 
 
 def resolve_judge_model(model: str) -> Path:
@@ -112,10 +180,18 @@ _EXEC_WITH_PARENT_DEATH_SIGNAL = (
 )
 
 
-def answers(base_url: str) -> bool:
+def answers(base_url: str, timeout_s: float = 5.0) -> bool:
     """Whether an OpenAI-compatible server answers `GET {base_url}/models` with 200."""
     try:
-        return httpx.get(f"{base_url}/models", timeout=5).status_code == 200
+        return httpx.get(f"{base_url}/models", timeout=timeout_s).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def healthy(base_url: str, timeout_s: float) -> bool:
+    """Whether vLLM's server answers `GET /health` (its engine alive) with 200 within `timeout_s`."""
+    try:
+        return httpx.get(f"{base_url.removesuffix('/v1')}/health", timeout=timeout_s).status_code == 200
     except httpx.HTTPError:
         return False
 
@@ -132,8 +208,22 @@ def wait_until_served(base_url: str, timeout_s: float, poll_s: float = 1.0) -> N
         time.sleep(poll_s)
 
 
+@dataclass(frozen=True)
+class Supervision:
+    """How closely the launcher watches the judge's server (tests shorten the periods)."""
+
+    poll_s: float = 1.0  # log lines, readiness
+    answer_timeout_s: float = 2.0  # one readiness request while it starts
+    report_every_s: float = 30.0  # a console line while it starts
+    health_every_s: float = 5.0  # between `/health` probes once it answered
+    health_timeout_s: float = 10.0
+    # Failed probes in a row that end the run: a server that stops answering is found within
+    # 3 × (period + timeout) = 45 s.
+    health_failures: int = 3
+
+
 class JudgeServer:
-    """One vLLM OpenAI server process of the judge model, in its own process group."""
+    """One vLLM OpenAI server process of the judge model, in its own process group, watched by daemon threads."""
 
     def __init__(
         self,
@@ -142,18 +232,30 @@ class JudgeServer:
         log_file: Path,
         startup_timeout_s: float,
         environment: Mapping[str, str] | None = None,
+        supervision: Supervision = Supervision(),
     ) -> None:
         self.command = command
         self.environment = dict(environment or {})  # set over this process's own for the server
         self.base_url = f"http://127.0.0.1:{port}/v1"
         self.log_file = log_file
         self.startup_timeout_s = startup_timeout_s
+        self.supervision = supervision
         self.process: subprocess.Popen[bytes] | None = None
+        self.failure: JudgeServerError | None = None
+        self.ready = threading.Event()
+        self._settled = threading.Event()  # ready or failed
         self._stopping = threading.Event()
+        self._lock = threading.Lock()
+        self._on_failure: Callable[[JudgeServerError], None] = lambda error: None
+        self._lines = AppendedLines(log_file)
+        self._log_start = 0
+        self._launched = 0.0
 
     def launch(self) -> None:
         """Start the server's process and return at once."""
         self.log_file.parent.mkdir(parents=True, exist_ok=True)
+        self._lines.skip_existing()  # an earlier run's lines in the same log are not this server's
+        self._log_start = self._lines.offset
         env = {key: value for key, value in os.environ.items() if not (key == "VLLM_CPU_KVCACHE_SPACE" and not value)}
         env.update(self.environment)
         with open(self.log_file, "ab") as log:
@@ -161,59 +263,153 @@ class JudgeServer:
                 [sys.executable, "-c", _EXEC_WITH_PARENT_DEATH_SIGNAL, *self.command],
                 stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True,
             )  # fmt: skip
+        self._launched = time.monotonic()
 
     def start(self) -> None:
         """Start the server and return once it answers; raise JudgeServerError (with its log's end) otherwise."""
         self.launch()
+        self.supervise()
         self.await_ready()
 
+    def supervise(self, on_failure: Callable[[JudgeServerError], None] | None = None) -> None:
+        """Watch the launched server on daemon threads; `on_failure` gets its first failure, once."""
+        if on_failure is not None:
+            self._on_failure = on_failure
+        threading.Thread(target=self._watch_exit, name="judge-server-exit", daemon=True).start()
+        threading.Thread(target=self._watch_log, name="judge-server-log", daemon=True).start()
+
     def await_ready(self) -> None:
-        """Return once the launched server answers (then watch it); raise JudgeServerError otherwise."""
-        self._wait_ready()
-        threading.Thread(target=self._watch, name="judge-server-watch", daemon=True).start()
+        """Block until the supervised server answers; raise its JudgeServerError if it failed first."""
+        self._settled.wait()
+        if self.failure is not None:
+            raise self.failure
 
-    def _wait_ready(self) -> None:
-        """Poll `/v1/models` until it answers 200, the process exits, or the startup timeout passes."""
-        assert self.process is not None
-        deadline = time.monotonic() + self.startup_timeout_s
-        while True:
-            code = self.process.poll()
-            if code is not None:
-                raise JudgeServerError(
-                    f"the judge's vLLM server exited with status {code} while starting; {self._tail()}"
-                )
-            if answers(self.base_url):
-                return
-            if time.monotonic() > deadline:
-                self.stop()
-                raise JudgeServerError(
-                    f"the judge's vLLM server did not answer within {self.startup_timeout_s:.0f} s "
-                    f"(medplay.judge.serve.startup_timeout_s); {self._tail()}"
-                )
-            time.sleep(1.0)
-
-    def _watch(self) -> None:
-        """Say once, on stderr, when the server dies during training (its games then become ties)."""
+    def _watch_exit(self) -> None:
+        """Its exit, at any moment, fails the run at once (nothing polls: `wait` returns as it ends)."""
         assert self.process is not None
         code = self.process.wait()
-        if not self._stopping.is_set():
-            say(f"medplay: the judge's vLLM server exited with status {code} during training; {self._tail()}", err=True)
+        found = self._fatal_line(self._log_since_launch().splitlines())
+        if found is not None:  # the same failure the log's watcher would report, whichever thread is first
+            self._fail_fatal(*found)
+        else:
+            self._fail(f"exited with status {code}", MODEL_KNOB if not self.ready.is_set() else SERVING_KNOB)
 
-    def _tail(self, lines: int = 1) -> str:
-        """Where its log is, with the log's last non-empty line."""
+    def _log_since_launch(self) -> str:
+        """What the server wrote to its log."""
         try:
-            text = [line for line in self.log_file.read_text(errors="replace").splitlines() if line.strip()]
+            with self.log_file.open("rb") as log:
+                log.seek(self._log_start)
+                return log.read().decode(errors="replace")
         except OSError:
-            text = []
-        last = f": {text[-lines].strip()[:300]}" if text else ""
-        return f"its log: {self.log_file}{last}"
+            return ""
+
+    @staticmethod
+    def _fatal_line(lines: list[str]) -> tuple[FatalLine, str] | None:
+        """The first fatal line among `lines`, with its kind."""
+        for line in lines:
+            fatal = next((item for item in FATAL_LINES if item.text in line), None)
+            if fatal is not None:
+                return fatal, line
+        return None
+
+    def _fail_fatal(self, fatal: FatalLine, line: str) -> None:
+        self._fail(f"logged a fatal line: {line.strip()[:300]}", fatal.knob, memory=fatal.memory)
+
+    def _watch_log(self) -> None:
+        """Read its new log lines for fatal ones; until it answers, poll it and say how long it has been waited for."""
+        watch = self.supervision
+        next_report = watch.report_every_s
+        while not self._stop_watching(watch.poll_s):
+            found = self._fatal_line(self._lines.read())
+            if found is not None:
+                self._fail_fatal(*found)
+                return
+            if self.ready.is_set():
+                continue
+            waited = time.monotonic() - self._launched
+            if answers(self.base_url, watch.answer_timeout_s):
+                self._became_ready(waited)
+            elif waited > self.startup_timeout_s:
+                self._fail(f"did not answer within {self.startup_timeout_s:.0f} s", TIMEOUT_KNOB)
+                return
+            elif waited >= next_report:
+                next_report += watch.report_every_s
+                say(f"medplay: {STAGE}: waiting for its first answer, {waited:.0f} s so far; {self._tail()}")
+
+    def _became_ready(self, waited: float) -> None:
+        """Say so, and start the health probes."""
+        say(ready_line(STAGE, waited))
+        self.ready.set()
+        self._settled.set()
+        threading.Thread(target=self._probe_health, name="judge-server-health", daemon=True).start()
+
+    def _probe_health(self) -> None:
+        """Probe `/health` every health_every_s; HEALTH_FAILURES failures in a row end the run."""
+        watch = self.supervision
+        failures = 0
+        while not self._stop_watching(watch.health_every_s):
+            if healthy(self.base_url, watch.health_timeout_s):
+                failures = 0
+                continue
+            failures += 1
+            if failures >= watch.health_failures:
+                what = (
+                    f"stopped answering: {failures} health probes in a row failed ({watch.health_timeout_s:.0f} s each)"
+                )
+                self._fail(what, SERVING_KNOB)
+                return
+
+    def _stop_watching(self, wait_s: float) -> bool:
+        """Wait `wait_s`; true once the server failed or is being stopped."""
+        return self._stopping.wait(wait_s) or self.failure is not None
+
+    def _fail(self, what: str, knob: str, *, memory: bool = False) -> None:
+        """Record the first failure, show its log's last lines on the console, and hand it to `on_failure`."""
+        phase = SERVING if self.ready.is_set() else START_UP
+        error = JudgeServerError(f"{phase}: the judge's vLLM server {what}; {knob}; {self._tail()}", phase=phase)
+        if memory:
+            error.exit_status = OUT_OF_MEMORY_EXIT
+        with self._lock:
+            if self.failure is not None or self._stopping.is_set():
+                return
+            self.failure = error
+        say(f"medplay: {STAGE}: failed ({phase}); the last lines of {self.log_file}:", err=True)
+        for line in self.last_lines(TAIL_LINES):
+            say(f"    {line[:300]}", err=True)
+        self._settled.set()  # after the lines: whoever waits for the start goes on with them said
+        self._on_failure(error)
+
+    def last_lines(self, count: int) -> list[str]:
+        """The last `count` non-empty lines of its log."""
+        try:
+            text = self.log_file.read_text(errors="replace").splitlines()
+        except OSError:
+            return []
+        return [line.rstrip() for line in text if line.strip()][-count:]
+
+    def _tail(self) -> str:
+        """Where its log is, with the log's last non-empty line."""
+        last = self.last_lines(1)
+        return f"its log: {self.log_file}" + (f": {last[0].strip()[:300]}" if last else "")
+
+    def kill(self) -> None:
+        """KILL the server's process group now."""
+        with self._lock:
+            self._stopping.set()
+        if self.process is not None and self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
     def stop(self) -> None:
-        """TERM the server's process group, KILL it after STOP_GRACE_S."""
-        self._stopping.set()
+        """TERM the server's process group, KILL it after STOP_GRACE_S (FAILED_STOP_GRACE_S once it failed)."""
+        with self._lock:
+            self._stopping.set()
+        grace = FAILED_STOP_GRACE_S if self.failure is not None else STOP_GRACE_S
         if self.process is None or self.process.poll() is not None:
             return
-        for sig, wait_s in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, 10.0)):
+        for sig, wait_s in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
             try:
                 os.killpg(self.process.pid, sig)
             except ProcessLookupError:
@@ -230,18 +426,25 @@ def _on_cpu(config: DictConfig) -> bool:
     return str(config.trainer.get("device", "cuda")) == "cpu"
 
 
-class _JudgeFailed(BaseException):
-    """Raised in the launcher's main thread when the judge's server failed while the trainer was starting."""
+class _JudgeFailed(KeyboardInterrupt):
+    """Raised in the launcher's main thread when the judge's server failed.
+
+    A KeyboardInterrupt because Ray's blocking `ray.get` lets only that (and SystemExit) out of a signal
+    handler, as a plain KeyboardInterrupt: `serve_judge` then raises the failure the server recorded.
+    """
 
 
 @contextmanager
-def serve_judge(config: DictConfig, judge: JudgeSettings) -> Iterator[JudgeServer | None]:
+def serve_judge(
+    config: DictConfig, judge: JudgeSettings, give_up: Callable[[JudgeServerError], None] | None = None
+) -> Iterator[JudgeServer | None]:
     """For the `vllm` backend: start the judge's server, point `medplay.judge.base_url` at it, stop it afterwards.
 
-    The server starts at the same time as Ray and the trainer's workers: this returns at once, a thread
-    says when it is ready, and the agent loops wait for it only before their first judged game
-    (`judge_factory.selfplay_judge`). If it dies or does not answer in time while the run goes on, the
-    thread signals the launcher's main thread, which then ends the run with that JudgeServerError.
+    The server starts at the same time as Ray and the trainer's workers: this returns at once, daemon
+    threads watch it (`JudgeServer.supervise`), and the agent loops wait for it only before their first
+    judged game (`judge_factory.selfplay_judge`). When it fails, at any moment, the main thread is
+    interrupted and leaves this block with the JudgeServerError; if it has not left it GIVE_UP_AFTER_S
+    later (a blocking call that ignores the interrupt), the server is killed and `give_up` ends the run.
     """
     if judge.backend != "vllm":
         yield None
@@ -255,29 +458,45 @@ def serve_judge(config: DictConfig, judge: JudgeSettings) -> Iterator[JudgeServe
         judge.serve.startup_timeout_s,
         judge_server_cache_environment(cache_dir(config.medplay.get("cache_dir"))),
     )
-    failure: list[JudgeServerError] = []
+    main_thread = threading.main_thread().ident
+    guard = threading.Lock()
+    deadlines: list[threading.Timer] = []
 
-    def fail_main_thread(_signum: int, _frame: object) -> None:
+    def on_failure(error: JudgeServerError) -> None:
+        with guard:
+            if main_thread is None:
+                return
+            deadline = threading.Timer(GIVE_UP_AFTER_S, end_now, args=(error,))
+            deadline.daemon = True
+            deadline.start()
+            deadlines.append(deadline)
+            signal.pthread_kill(main_thread, signal.SIGUSR1)
+
+    def end_now(error: JudgeServerError) -> None:
+        server.kill()
+        if give_up is not None:
+            give_up(error)
+
+    def interrupt(_signum: int, _frame: object) -> None:
         raise _JudgeFailed
 
-    def await_ready() -> None:
-        try:
-            with stage(STAGE, f"vLLM for {model} on {server.base_url} (log: {server.log_file})"):
-                server.await_ready()
-        except JudgeServerError as error:
-            failure.append(error)
-            os.kill(os.getpid(), signal.SIGUSR1)
-
-    previous = signal.signal(signal.SIGUSR1, fail_main_thread)
+    previous = signal.signal(signal.SIGUSR1, interrupt)
     try:
+        say(started_line(STAGE, f"vLLM for {model} on {server.base_url} (log: {server.log_file})"))
         server.launch()
-        threading.Thread(target=await_ready, name="judge-server-start", daemon=True).start()
+        server.supervise(on_failure)
         with open_dict(config):
             config.medplay.judge.base_url = server.base_url
             config.medplay.judge.model = str(model)
         yield server
-    except _JudgeFailed:
-        raise failure[0] from None
+    except KeyboardInterrupt:
+        if server.failure is None:
+            raise
+        raise server.failure from None
     finally:
-        signal.signal(signal.SIGUSR1, previous)
         server.stop()
+        with guard:
+            main_thread = None  # no interrupt from here on
+        signal.signal(signal.SIGUSR1, previous)
+        for deadline in deadlines:
+            deadline.cancel()

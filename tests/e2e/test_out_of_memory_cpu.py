@@ -43,13 +43,15 @@ def run_out_of_memory(tmp_path: Path, injected: str, *overrides: str) -> tuple[s
     return result, run
 
 
-def assert_one_clear_message(result: subprocess.CompletedProcess[str], phase: str) -> str:
-    """Exit 4 and one stderr line naming the phase, torch's figures, the knobs and the plan."""
+def assert_one_clear_message(result: subprocess.CompletedProcess[str], phase: str, label: str | None = None) -> str:
+    """Exit 4 and one stderr line naming the phase (as `label`), torch's figures, the knobs and the plan."""
     assert result.returncode == OUT_OF_MEMORY_EXIT, (result.returncode, result.stdout[-3000:], result.stderr[-5000:])
     lines = [line for line in result.stderr.splitlines() if line.startswith("medplay train: out of GPU memory")]
     assert len(lines) == 1, result.stderr[-5000:]
     line = lines[0]
-    assert line.startswith(f"medplay train: out of GPU memory in {phase}: CUDA out of memory. Tried to allocate")
+    assert line.startswith(
+        f"medplay train: out of GPU memory in {label or phase}: CUDA out of memory. Tried to allocate"
+    )
     assert KNOBS[phase] in line and "`medplay probe --plan`" in line
     return line
 
@@ -81,4 +83,4 @@ def test_out_of_memory_in_the_judges_server(tmp_path: Path):
     result, _ = run_out_of_memory(
         tmp_path, "judge_server", "medplay.judge.backend=vllm", f"medplay.judge.model={judge}"
     )
-    assert_one_clear_message(result, "judge_server")
+    assert_one_clear_message(result, "judge_server", "judge start-up")

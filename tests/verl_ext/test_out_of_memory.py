@@ -78,7 +78,7 @@ def test_an_out_of_memory_in_the_judges_server_is_read_from_its_log(tmp_path):
         f"the judge's vLLM server exited with status 1 while starting; its log: {log}: RuntimeError: Engine core ..."
     )
     found = out_of_memory(error, None, None, None)
-    assert found is not None and found.phase == "judge_server"
+    assert found is not None and found.phase == "judge_server" and "out of GPU memory in judge start-up:" in str(found)
     assert "medplay.judge.serve.gpu_memory_utilization" in str(found) and "no checkpoint was saved yet" in str(found)
     assert out_of_memory(JudgeServerError("did not answer within 900 s; its log: /nowhere"), None, None, None) is None
 

@@ -122,7 +122,7 @@ def test_server_goes_when_the_launcher_is_killed(tmp_path: Path) -> None:
         "server.start()\nprint(server.process.pid, flush=True)\ntime.sleep(600)\n"
     )
     launcher = subprocess.Popen([sys.executable, "-c", launcher_code], stdout=subprocess.PIPE, text=True)
-    server_pid = int(launcher.stdout.readline())
+    server_pid = int(next(line for line in launcher.stdout if not line.startswith("medplay:")))
     launcher.kill()  # SIGKILL: no cleanup code runs in the launcher
     launcher.wait()
     deadline = time.monotonic() + 20
@@ -142,8 +142,12 @@ def _alive(pid: int) -> bool:
 def test_a_server_that_dies_while_starting_is_a_clear_error(tmp_path: Path) -> None:
     command = [sys.executable, "-c", "import sys; print('CUDA out of memory'); sys.exit(3)"]
     server = JudgeServer(command, _free_port(), tmp_path / "judge-server.log", startup_timeout_s=60)
-    with pytest.raises(JudgeServerError, match=r"exited with status 3 while starting; its log: .*CUDA out of memory"):
+    expected = (
+        r"^judge start-up: the judge's vLLM server logged a fatal line: CUDA out of memory; turn down .*its log: "
+    )
+    with pytest.raises(JudgeServerError, match=expected) as caught:
         server.start()
+    assert caught.value.exit_status == 4
 
 
 def test_agent_loop_judge_calls_overlap(tmp_path: Path) -> None:
@@ -269,7 +273,7 @@ def test_a_judge_server_that_dies_while_the_trainer_starts_ends_the_run(tmp_path
     dying = "import sys, time; time.sleep(1); print('CUDA out of memory'); sys.exit(3)"
     monkeypatch.setattr(served_judge, "vllm_command", lambda *args, **kwargs: [sys.executable, "-c", dying])
     config, settings = _served_config(tmp_path)
-    expected = r"exited with status 3 while starting; its log: .*CUDA out of memory"
+    expected = r"^judge start-up: the judge's vLLM server logged a fatal line: CUDA out of memory; .*its log: "
     with pytest.raises(JudgeServerError, match=expected), served_judge.serve_judge(config, settings):
         for _ in range(300):  # the trainer starting (Ray, workers) in the launcher's main thread
             time.sleep(0.1)

@@ -4,6 +4,8 @@ The trainer runs inside a Ray actor, so the launching process cannot interrupt i
 SIGTERM handler drops a stop-request file into the checkpoint folder, and the trainer checks for
 that file at the end of every step (`honour_stop_request`). If the trainer has not finished within
 the grace period, the launcher exits with status 143 (killed by SIGTERM) as the shell convention says.
+A step whose games wait on the judge cannot end soon: then the launcher does not wait for it and stops at
+once (`StoppedWhileWaitingError`, also 143), leaving the checkpoints as they are.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,16 +42,43 @@ def clear_stop_request(checkpoint_root: Path) -> None:
     (checkpoint_root / STOP_FILE).unlink(missing_ok=True)
 
 
-def install_sigterm_handler(checkpoint_root: Path, grace_period_s: float) -> None:
-    """On SIGTERM or SIGINT: request a stop, and exit 143 if training has not ended after the grace period."""
+class StoppedWhileWaitingError(RuntimeError):
+    """A stop request came while games waited on the judge: the run ended without finishing its step."""
+
+    exit_status = EXIT_AFTER_GRACE
+
+
+class _StopNow(KeyboardInterrupt):
+    """Raised in the main thread by the signal handler (Ray's `ray.get` lets only a KeyboardInterrupt out)."""
+
+
+# Why the last stop did not wait for the step to end (read by the launcher as the main thread unwinds).
+stopped_while: list[str] = []
+
+
+def install_sigterm_handler(
+    checkpoint_root: Path, grace_period_s: float, stuck: Callable[[], str | None] = lambda: None
+) -> None:
+    """On SIGTERM or SIGINT: request a stop, and exit 143 if training has not ended after the grace period.
+
+    When `stuck()` names a reason the step in progress cannot end (games waiting on the judge), the main
+    thread is interrupted at once instead (`stopped_while` holds the reason).
+    """
 
     def handle(signum: int, _frame: Any) -> None:
         name = signal.Signals(signum).name
-        say(f"medplay: {name} received: saving a checkpoint and stopping (grace period {grace_period_s:.0f} s)")
+        reason = stuck()
+        if reason is not None and not stopped_while:
+            say(f"medplay: {name} received while {reason}: stopping now, the step in progress cannot end")
+            stopped_while.append(f"{name} received while {reason}")
+        else:
+            say(f"medplay: {name} received: saving a checkpoint and stopping (grace period {grace_period_s:.0f} s)")
         request_stop(checkpoint_root, name)
         timer = threading.Timer(grace_period_s, _exit_after_grace, args=(grace_period_s,))
         timer.daemon = True
         timer.start()
+        if reason is not None:
+            raise _StopNow
 
     signal.signal(signal.SIGTERM, handle)
     signal.signal(signal.SIGINT, handle)
