@@ -157,7 +157,8 @@ learn() {
         "${scale}" "${parts[@]}" > "${out}/learn-console.txt" 2>&1 || status=$?
     cp "${ladder_dir}/ladder.md" "${ladder_dir}/ladder.json" "${ladder_dir}/times.tsv" "${out}/" 2>/dev/null || true
     (cd "${ladder_dir}" && tar -czf "${out}/learn-files.tar.gz" --ignore-failed-read logs report-* \
-        eval-*/eval.json eval-*/eval.md eval-*/responses.jsonl ./*/checkpoints/metrics.jsonl 2>/dev/null) || true
+        eval-*/eval.json eval-*/eval.md eval-*/responses.jsonl ./*/checkpoints/metrics.jsonl ./*/logs ./*/*.log \
+        2>/dev/null) || true
     tail -n 40 "${out}/learn-console.txt"
     local trained
     trained="$("${python}" "${repo}/scripts/gpu_kit.py" games "${ladder_dir}" 2>&1 | tail -n 1)"

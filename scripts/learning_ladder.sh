@@ -72,6 +72,7 @@ esac
 part_timeout=${PART_TIMEOUT_S:-$part_timeout}
 budget=${BUDGET_S:-0}
 stop_reserve=${STOP_RESERVE_S:-90}
+stop_grace=60  # medplay.stop_grace_s of the RL parts
 read -r -a extra <<<"${EXTRA:-}"
 build_tiny=false
 [ "$scale" != tiny ] || build_tiny=true
@@ -83,15 +84,20 @@ timed() {  # timed NAME COMMAND...: one part, its output in logs/NAME.log, its s
   shift
   echo "== $name${limit_override:+ (stops after ${limit_override} s to keep the budget)}"
   if [ "$limit" -gt 0 ]; then
-    timeout -k 60 "$limit" "$@" >"$work/logs/$name.log" 2>&1 || code=$?
+    # After SIGTERM a training part has its stop grace to save and end, then a margin before SIGKILL.
+    timeout -k "$((stop_grace + 30))" "$limit" "$@" >"$work/logs/$name.log" 2>&1 || code=$?
   else
     "$@" >"$work/logs/$name.log" 2>&1 || code=$?
   fi
   printf '%s\t%s\t%s\n' "$name" "$((SECONDS - start))" "$code" | tee -a "$work/times.tsv"
   last_seconds=$((SECONDS - start))
-  # A budgeted RL part stopped by its limit saved and ended after its step: timeout's 124 is its normal end.
-  if [ "$code" -eq 124 ] && [ -n "${limit_override:-}" ]; then
-    code=0
+  # A budgeted RL part stopped by its limit (timeout's 124, or 137 when it outlived its grace) counts as done
+  # when it left a checkpoint with Hugging Face weights: the eval after it scores that one.
+  if [ -n "${limit_override:-}" ] && { [ "$code" -eq 124 ] || [ "$code" -eq 137 ]; }; then
+    if compgen -G "$work/$name/checkpoints/global_step_*/actor/huggingface/*.safetensors" >/dev/null; then
+      [ "$code" -eq 124 ] || echo "$name: stopped at the budget, ended by SIGKILL after its grace; its checkpoints are kept" >&2
+      code=0
+    fi
   fi
   if [ "$code" -ne 0 ]; then
     echo "$name: exit $code; its log: $work/logs/$name.log (a part stopped at its time limit resumes when run again)" >&2
@@ -122,7 +128,7 @@ rl() {  # rl RUNG OVERRIDES...: groups of $group games per seed row from the SFT
   fi
   timed "$rung" "$medplay" train profile="$profile" medplay.output_dir="$work/$rung" medplay.data_dir="$work/data" \
     medplay.model.path="$sft_model" medplay.model.build_tiny=false medplay.judge.backend=rules \
-    medplay.stop_grace_s=60 data.train_batch_size="$rows" actor_rollout_ref.rollout.n="$group" \
+    medplay.stop_grace_s="$stop_grace" data.train_batch_size="$rows" actor_rollout_ref.rollout.n="$group" \
     actor_rollout_ref.actor.ppo_mini_batch_size="$mini" data.max_response_length="$response" \
     actor_rollout_ref.actor.optim.lr="$lr" trainer.total_training_steps="$steps" trainer.val_before_train=false \
     "${run[@]}" "${extra[@]}" "$@"
