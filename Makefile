@@ -55,8 +55,16 @@ clean:
 .PHONY: build shell train test-image lint bench bench-eval
 
 IMAGE_FLAVOUR ?= gpu
+# The GPU flavour's route: cuda (the nvidia/cuda base, flash-attn compiled) or pypi (Ubuntu 24.04, made with
+# debootstrap where no registry answers, and PyPI's CUDA wheels from the `full` wheelhouse; sdpa, no flash-attn).
+GPU_BASE ?= cuda
 comma := ,
 IS_CPU := $(filter cpu,$(IMAGE_FLAVOUR))
+# The Dockerfile's flavour (docker/stack.sh): cpu, gpu or gpu-pypi.
+STACK := $(if $(IS_CPU),cpu,$(if $(filter pypi,$(GPU_BASE)),gpu-pypi,gpu))
+IS_PYPI := $(filter gpu-pypi,$(STACK))
+# Its wheels (scripts/wheelhouse.py --flavour full; the rule is with `make wheelhouse`, below).
+WHEELHOUSE_FULL := build/wheelhouse/full/SHA256SUMS
 # DOCKER=docker|podman|PATH; unset: docker when its daemon answers, else podman (docker/engine.sh).
 DOCKER ?=
 # The engine with this host's options (e.g. `podman --runtime runc`), worked out once, when first used.
@@ -71,7 +79,7 @@ BUILD_OPTIONS ?= $(if $(IS_PODMAN),--network=host --format docker)
 # system's. A TLS-intercepting proxy's CA must be in it; an empty PIP_CA passes none.
 PIP_CA ?= $(or $(PIP_CERT),$(wildcard /etc/ssl/certs/ca-certificates.crt))
 IMAGE ?= medplay
-IMAGE_TAG := $(shell docker/stack.sh tag $(IMAGE_FLAVOUR))
+IMAGE_TAG := $(shell docker/stack.sh tag $(STACK))
 # The flavour's moving tag: medplay:latest (gpu), medplay:cpu (cpu).
 IMAGE_LATEST := $(if $(IS_CPU),cpu,latest)
 VOLUMES ?= build/volumes
@@ -91,12 +99,14 @@ MEDPLAY_UID ?= $(if $(filter 0,$(HOST_UID)),1000,$(HOST_UID))
 MEDPLAY_GID ?= $(if $(filter 0,$(HOST_GID)),1000,$(HOST_GID))
 
 # The cpu flavour also takes its base (the registry's Debian, or one made with debootstrap) and, when the host
-# has it, torch's CPU wheel from docker/cpu-inputs.sh.
-build:
+# has it, torch's CPU wheel from docker/cpu-inputs.sh; gpu-pypi takes Ubuntu 24.04 (the registry's, or made with
+# debootstrap: docker/os-base.sh) and the `full` wheelhouse, bound into the build.
+build: $(if $(IS_PYPI),$(WHEELHOUSE_FULL))
 	mkdir -p build
-	docker/stack.sh build-args $(IMAGE_FLAVOUR) > build/image-$(IMAGE_FLAVOUR).args
-	$(if $(IS_CPU),docker/cpu-inputs.sh $(ENGINE) >> build/image-$(IMAGE_FLAVOUR).args)
-	$(ENGINE) build $(BUILD_OPTIONS) $$(cat build/image-$(IMAGE_FLAVOUR).args) \
+	docker/stack.sh build-args $(STACK) > build/image-$(STACK).args
+	$(if $(IS_CPU),docker/cpu-inputs.sh $(ENGINE) >> build/image-$(STACK).args)
+	$(if $(IS_PYPI),echo "--build-arg UBUNTU_IMAGE=$$(docker/os-base.sh noble $(ENGINE))" >> build/image-$(STACK).args)
+	$(ENGINE) build $(BUILD_OPTIONS) $$(cat build/image-$(STACK).args) \
 	    $(if $(PIP_CA),--secret id=pip-ca$(comma)src=$(PIP_CA)) \
 	    --build-arg MEDPLAY_UID=$(MEDPLAY_UID) --build-arg MEDPLAY_GID=$(MEDPLAY_GID) \
 	    --build-arg IMAGE_TAG=$(IMAGE):$(IMAGE_TAG) -t $(IMAGE):$(IMAGE_TAG) -t $(IMAGE):$(IMAGE_LATEST) .
@@ -114,11 +124,16 @@ train: | $(VOLUMES)
 
 # Builds the cpu flavour, then runs it for real in containers (tests/appliance/test_appliance_image.py):
 # 2 training steps onto host volumes, a stop during step 2 and the resume, `shell` on a terminal, a broken CSV.
+# IMAGE_FLAVOUR=gpu [GPU_BASE=pypi] on the command line: the GPU image instead, checked without a GPU
+# (tests/appliance/test_appliance_image_gpu.py: versions, imports, the probe's refusal, config, convert, shell, stop).
+TEST_STACK := $(if $(filter command line environment,$(origin IMAGE_FLAVOUR)),$(STACK),cpu)
 test-image: $(STAMP)
-	$(MAKE) build IMAGE_FLAVOUR=cpu
-	MEDPLAY_TEST_IMAGE=$(IMAGE):$(shell docker/stack.sh tag cpu) MEDPLAY_TEST_ENGINE="$(ENGINE)" \
+	$(MAKE) build IMAGE_FLAVOUR=$(if $(filter cpu,$(TEST_STACK)),cpu,gpu) GPU_BASE=$(GPU_BASE)
+	MEDPLAY_TEST_IMAGE=$(IMAGE):$(shell docker/stack.sh tag $(TEST_STACK)) MEDPLAY_TEST_ENGINE="$(ENGINE)" \
 	    MEDPLAY_TEST_UID=$(MEDPLAY_UID) MEDPLAY_TEST_GID=$(MEDPLAY_GID) \
-	    $(PY) -m pytest -q -p no:cacheprovider tests/appliance/test_appliance_image.py
+	    $(if $(filter gpu-pypi,$(TEST_STACK)),MEDPLAY_TEST_WHEELHOUSE=$(dir $(WHEELHOUSE_FULL))) \
+	    $(PY) -m pytest -q -p no:cacheprovider \
+	    tests/appliance/$(if $(filter cpu,$(TEST_STACK)),test_appliance_image.py,test_appliance_image_gpu.py)
 
 # hadolint (Dockerfile) and shellcheck (every shell script), both from the pinned CPU environment.
 lint: $(STAMP)
@@ -151,3 +166,9 @@ $(WHEELHOUSE_TOOLS)/bin/python: | $(STAMP)
 wheelhouse: $(STAMP) $(if $(DRY),,$(WHEELHOUSE_TOOLS)/bin/python)
 	$(PY) scripts/wheelhouse.py --flavour $(FLAVOUR) --output build/wheelhouse --python $(WHEELHOUSE_TOOLS)/bin/python \
 	    $(if $(SPLIT_MIB),--split-mib $(SPLIT_MIB)) $(if $(DRY),--dry)
+
+# The gpu-pypi image's wheels: the `full` wheelhouse, made again when what it resolves changes (the lock, the
+# project's dependencies, the benchmark's and the ladder's pins), not when the project's code does.
+$(WHEELHOUSE_FULL): docker/requirements-gpu.lock pyproject.toml requirements/cpu.lock requirements/cpu-nodeps.in \
+		scripts/bench_gpu.py scripts/wheelhouse.py | $(STAMP) $(WHEELHOUSE_TOOLS)/bin/python
+	$(PY) scripts/wheelhouse.py --flavour full --output build/wheelhouse --python $(WHEELHOUSE_TOOLS)/bin/python

@@ -2,34 +2,17 @@
 # The CPU flavour's inputs that depend on the host; prints their build arguments (logs go to stderr):
 #   docker/cpu-inputs.sh ENGINE...
 # - the base: Debian bookworm from the registry when it is reachable, otherwise an image made from Debian's own
-#   packages with debootstrap (needs root, the debootstrap package and a Debian mirror: DEBIAN_MIRROR);
+#   packages with debootstrap (docker/os-base.sh: root, the debootstrap package, a Debian mirror: DEBIAN_MIRROR);
 # - torch's CPU wheel: copied into build/image-wheels (bound into the build, not kept in the image) from pip's
 #   local wheel folders (find-links) when the host has it; otherwise pip takes it from TORCH_INDEX_URL.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 engine=("$@")
-registry_image="${DEBIAN_REGISTRY_IMAGE:-docker.io/library/debian:bookworm}"
-local_image="${DEBIAN_LOCAL_IMAGE:-localhost/medplay-debian:bookworm}"
-mirror="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 say() { echo "cpu-inputs: $*" >&2; }
 
-exists() { "${engine[@]}" image inspect "$1" > /dev/null 2>&1; }
-if exists "${registry_image}"; then
-    base="${registry_image}"
-elif exists "${local_image}"; then
-    base="${local_image}"
-elif "${engine[@]}" pull "${registry_image}" >&2; then
-    base="${registry_image}"
-else
-    say "the registry is not reachable: making ${local_image} from Debian's packages (${mirror})"
-    rootfs="$(mktemp -d)"
-    trap 'rm -rf "${rootfs}"' EXIT
-    debootstrap --variant=minbase bookworm "${rootfs}" "${mirror}" >&2
-    tar -C "${rootfs}" -c . | "${engine[@]}" import - "${local_image}" >&2
-    base="${local_image}"
-fi
-say "base image: ${base}"
+# The base: the registry's Debian, or one made with debootstrap (docker/os-base.sh).
+base="$("${root}/docker/os-base.sh" bookworm "${engine[@]}")"
 echo "--build-arg DEBIAN_IMAGE=${base}"
 
 torch="$("${root}/docker/stack.sh" torch cpu)"

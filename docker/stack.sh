@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The image's stack, per flavour, read from the places that pin it:
-#   gpu (default): docker/requirements-gpu.lock;
+#   gpu (default): docker/requirements-gpu.lock, on the CUDA base;
+#   gpu-pypi: the same lock from PyPI's CUDA wheels (the `full` wheelhouse) on Ubuntu 24.04 (make build GPU_BASE=pypi);
 #   cpu: requirements/cpu.lock, and the Makefile's env target for torch and Python (how `make env` installs them).
-#   docker/stack.sh tag [gpu|cpu]          -> the image tag, e.g. 0.1.0-verl0.9.1-torch2.11.0-vllm0.24.0-cu130-py3.12
-#   docker/stack.sh build-args [gpu|cpu]   -> --build-arg CUDA_IMAGE=... --build-arg PYTHON_VERSION=...
+#   docker/stack.sh tag [gpu|gpu-pypi|cpu]         -> the image tag, e.g. 0.1.0-verl0.9.1-torch2.11.0-vllm0.24.0-cu130-py3.12
+#                                                     (gpu-pypi: the same with -pypi at the end)
+#   docker/stack.sh build-args [gpu|gpu-pypi|cpu]  -> --build-arg CUDA_IMAGE=... --build-arg PYTHON_VERSION=...
 #   docker/stack.sh torch cpu              -> the CPU flavour's torch version (its CPU build)
 set -euo pipefail
 
@@ -41,8 +43,16 @@ case "${1:-}:${2:-gpu}" in
     build-args:gpu)
         echo "--build-arg CUDA_IMAGE=$(image CUDA_IMAGE) --build-arg PYTHON_VERSION=$(image PYTHON_VERSION)"
         ;;
+    tag:gpu-pypi)
+        echo "$("$0" tag gpu)-pypi"
+        ;;
+    build-args:gpu-pypi)
+        # The wheelhouse holds the project's dependencies already, setuptools (its build backend) included: no index.
+        echo "--build-arg FLAVOUR=gpu-pypi --build-arg PYTHON_VERSION=$(image PYTHON_VERSION)" \
+            "--build-arg PROJECT_PIP_OPTIONS=--no-deps,--no-index,--no-build-isolation"
+        ;;
     *)
-        echo "usage: $0 tag|build-args [gpu|cpu]" >&2
+        echo "usage: $0 tag|build-args [gpu|gpu-pypi|cpu]" >&2
         exit 2
         ;;
 esac

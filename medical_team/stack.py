@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -20,14 +21,29 @@ SOURCE_ROOT = Path(medical_team.__file__).resolve().parent.parent
 
 
 def stack_versions() -> dict[str, str | None]:
-    """Installed version of medplay and of each stack package (None when not installed)."""
+    """Installed version of medplay and of each stack package (None when not installed), and torch's build."""
     versions: dict[str, str | None] = {"medplay": medical_team.__version__}
     for name in STACK:
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             versions[name] = None
-    return versions
+    return {**versions, **torch_build()}
+
+
+def torch_build() -> dict[str, str | None]:
+    """torch's own version string and the CUDA version it was built for (None: a CPU build), read from the installed
+    torch/version.py without importing torch. PyPI's CUDA wheels carry no local version in their metadata
+    (`2.11.0`); torch's `__version__` names the build (`2.11.0+cu130`)."""
+    build: dict[str, str | None] = {"torch_build": None, "torch_cuda": None}
+    try:
+        text = importlib.metadata.distribution("torch").locate_file("torch/version.py").read_text()
+    except (importlib.metadata.PackageNotFoundError, OSError):
+        return build
+    for key, name in (("torch_build", "__version__"), ("torch_cuda", "cuda")):
+        match = re.search(rf"^{name}(?::[^=]*)? = '([^']*)'", text, flags=re.MULTILINE)
+        build[key] = match.group(1) if match else None
+    return build
 
 
 def git_commit(source_root: Path = SOURCE_ROOT) -> str:

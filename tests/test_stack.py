@@ -23,6 +23,8 @@ def test_stack_versions_are_the_installed_ones() -> None:
     versions = stack_versions()
     assert versions["verl"] == "0.9.1"
     assert versions["torch"].startswith("2.13.0")
+    # torch's build from its version.py: this environment's CPU build (the GPU image: 2.11.0+cu130 and 13.0).
+    assert (versions["torch_build"], versions["torch_cuda"]) == ("2.13.0+cpu", None)
     assert versions["medplay"]
 
 

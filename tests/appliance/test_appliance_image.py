@@ -31,6 +31,8 @@ VOLUMES = ("checkpoints", "models", "data", "logs")
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(not IMAGE, reason="needs a built image in MEDPLAY_TEST_IMAGE: `make test-image`"),
+    # The GPU image's checks are test_appliance_image_gpu.py.
+    pytest.mark.skipif("-cpu-" not in IMAGE, reason="the cpu flavour's image"),
 ]
 
 

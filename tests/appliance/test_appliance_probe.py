@@ -235,3 +235,16 @@ def test_little_room_for_the_compilation_caches_is_noted():
     assert any(
         note.startswith("/cache (the compilation caches, $MEDPLAY_CACHE_DIR) has 1.5 GiB free") for note in tight.notes
     )
+
+
+def test_the_gpu_stack_without_a_gpu_refuses_instead_of_choosing_cpu_smoke():
+    # The GPU image on a host without a GPU (or run without `--gpus all`): torch is a CUDA build, nvidia-smi absent.
+    facts = gpu_host(driver_version=None, driver_cuda=None, cuda_available=False, flash_attn=PackageFacts(False))
+    facts.gpus.clear()  # gpu_host() gives one GPU when none is passed
+    report = assess(facts)
+    assert report.profile == "cpu-smoke" and not report.ok
+    (refusal,) = report.refusals
+    assert "no GPU found, and this is the GPU stack (torch 2.11.0+cu130 built for CUDA 13.0)" in refusal
+    assert "`--gpus all`" in refusal and "NVIDIA driver >= 580" in refusal and "medplay:cpu" in refusal
+    # The CPU stack without a GPU trains cpu-smoke, as before.
+    assert assess(cpu_host()).ok
