@@ -28,6 +28,7 @@ import psutil
 from bench_runs import PHASES, summarise_metrics
 
 from medical_team.metrics_records import read_step_records
+from medical_team.verl_ext.served_judge import LOG_NAME as JUDGE_LOG_NAME
 
 # A bigger log is cut to its end: the device tool brings back files of limited size.
 MAX_LOG_BYTES = 15_000_000
@@ -42,6 +43,11 @@ STOCK_OVERRIDES = (
 )
 # The console's startup stage lines (medical_team/verl_ext/startup.py): `medplay: <stage>: ready after N s`, and
 # the trainer's whole start: `medplay: verl's trainer ready after N s`.
+# The ends of the judge server's log and of the rollout engine's lines in the full log (verl's vLLM server actor
+# and its engine core).
+JUDGE_LOG_LINES = 3000
+ROLLOUT_LINE = re.compile(r"vLLMHttpServer|EngineCore|vllm", re.IGNORECASE)
+ROLLOUT_LINES = 3000
 STAGE_LINE = re.compile(r"^medplay: (?P<stage>[^:\n]+?):? ready after (?P<seconds>\d+(?:\.\d+)?) s", re.MULTILINE)
 
 
@@ -241,8 +247,21 @@ def train_run(kit: Kit, name: str, overrides: list[str], deadline: float, trace:
     metrics = kit.work / f"run-{name}" / "checkpoints" / "metrics.jsonl"
     if metrics.is_file():
         shutil.copy(metrics, kit.out / f"{name}-metrics.jsonl")
-        record.figures = run_figures(metrics)
+        if read_step_records(metrics).steps:  # a run stopped before its first step leaves the file empty
+            record.figures = run_figures(metrics)
+    judge_log = kit.work / f"run-{name}" / JUDGE_LOG_NAME
+    if judge_log.is_file():
+        (kit.out / f"{name}-judge.log").write_text(tail_lines(judge_log, JUDGE_LOG_LINES))
+    if logs:
+        rollout = [line for line in tail_lines(logs[-1], None).splitlines(keepends=True) if ROLLOUT_LINE.search(line)]
+        (kit.out / f"{name}-rollout.log").write_text("".join(rollout[-ROLLOUT_LINES:]))
     return record
+
+
+def tail_lines(path: Path, count: int | None) -> str:
+    """The last `count` lines of a text file (all of them with None), undecodable bytes replaced."""
+    lines = path.read_text(errors="replace").splitlines(keepends=True)
+    return "".join(lines if count is None else lines[-count:])
 
 
 def startup_seconds(console: str) -> float | None:
@@ -381,15 +400,19 @@ def main(argv: list[str] | None = None) -> int:
     kit = Kit(args.cpu, args.work.resolve(), args.out.resolve(), args.steps, args.limit_s, tuple(args.extra.split()))
     started = time.monotonic()
     summary: dict[str, Any] = {"phase": args.phase, "cpu": args.cpu, "out": str(kit.out), "limit_s": kit.limit_s}
-    if args.phase == "prepare":
-        summary.update(prepare(kit))
-        status = 0
-    else:
-        if not (kit.model / "config.json").is_file():
-            raise SystemExit(f"gpu_kit: {kit.model} is missing: run the prepare phase first")
-        summary.update(training_phase(kit, args.phase, args.part))
-        statuses = [run["exit_status"] for run in summary["runs"].values()]
-        status = next((code for code in statuses if code != 0), 0)
+    try:
+        if args.phase == "prepare":
+            summary.update(prepare(kit))
+            status = 0
+        else:
+            if not (kit.model / "config.json").is_file():
+                raise SystemExit(f"gpu_kit: {kit.model} is missing: run the prepare phase first")
+            summary.update(training_phase(kit, args.phase, args.part))
+            statuses = [run["exit_status"] for run in summary["runs"].values()]
+            status = next((code for code in statuses if code != 0), 0)
+    except (Exception, SystemExit) as error:  # noqa: BLE001 - whatever failed, the phase answers with its summary
+        summary["error"] = f"{type(error).__name__}: {error}"
+        status = 1
     summary["exit_status"] = status
     summary["wall_s"] = round(time.monotonic() - started, 1)
     (kit.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")

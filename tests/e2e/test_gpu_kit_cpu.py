@@ -32,13 +32,13 @@ KIT = REPO / "scripts" / "gpu_kit.sh"
 GOLD_PROBES = "medplay.judge.gold_probe_fraction=1.0"
 
 
-def kit(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def kit(tmp_path: Path, *args: str, limit_s: int = 480) -> subprocess.CompletedProcess[str]:
     """One kit phase on the CPU, in this Python's environment, its files in tmp_path/out-PHASE."""
     env = {
         **os.environ,
         "WORK": str(tmp_path / "work"),
         "PYTHON": sys.executable,
-        "LIMIT_S": "480",
+        "LIMIT_S": str(limit_s),
         "EXTRA": GOLD_PROBES,
     }
     command = ["bash", str(KIT), "--cpu", "--out", str(tmp_path / f"out-{args[0]}"), *args]
@@ -48,7 +48,7 @@ def kit(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_the_kit_lists_its_phases():
     result = subprocess.run(["bash", str(KIT)], capture_output=True, text=True, check=False)
     assert result.returncode == 2
-    for phase in ("install", "probe", "prepare", "fit", "fit48", "fit24", "bench", "ladder"):
+    for phase in ("install", "probe", "prepare", "fit", "fit48", "fit24", "bench", "ladder", "learn"):
         assert f"#   {phase}" in (KIT.read_text()) and phase in result.stderr
 
 
@@ -60,7 +60,12 @@ def test_cpu_fit_trains_judged_by_the_served_model_and_reports_its_stages(tmp_pa
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     out = tmp_path / "out-fit"
     files = sorted(path.name for path in out.iterdir())
-    assert files == ["fit-console.txt", "fit-full.log", "fit-metrics.jsonl", "memory.csv", "summary.json"]
+    assert files == [
+        "fit-console.txt", "fit-full.log", "fit-judge.log", "fit-metrics.jsonl", "fit-rollout.log", "memory.csv",
+        "summary.json",
+    ]  # fmt: skip
+    assert "POST /v1/chat/completions" in (out / "fit-judge.log").read_text()
+    assert (out / "fit-rollout.log").read_text().strip()
     summary = json.loads((out / "summary.json").read_text())
     run = summary["runs"]["fit"]
     assert run["exit_status"] == 0 and not run["stopped_at_limit"]
@@ -94,3 +99,18 @@ def assert_judged_by_the_served_model(run: Path, console: str) -> None:
             assert data["judge/latency_s"] > 0, data
     last = steps[max(steps)]
     assert last["judge/gold_count"] > 0 and last["judge/gold_accuracy"] == 0.0, last
+
+
+def test_a_fit_stopped_before_its_first_step_still_answers_with_its_summary(tmp_path: Path):
+    prepared = kit(tmp_path, "prepare")
+    assert prepared.returncode == 0, prepared.stdout[-3000:] + prepared.stderr[-3000:]
+
+    # A 60 s limit sends SIGTERM 5 s into `medplay train` (limit less 10, less the 30 s grace and 15 s kill
+    # margin): no step can end on the CPU, whose start-up alone takes over a minute.
+    result = kit(tmp_path, "fit", limit_s=60)
+    assert result.returncode != 0
+    summary = json.loads((tmp_path / "out-fit" / "summary.json").read_text())
+    run = summary["runs"]["fit"]
+    assert run["stopped_at_limit"] and run["exit_status"] != 0 and run["figures"] == {}
+    assert summary["exit_status"] == run["exit_status"]
+    assert result.stdout.strip().splitlines()[-2].startswith("fit ")
