@@ -167,6 +167,13 @@ wheelhouse: $(STAMP) $(if $(DRY),,$(WHEELHOUSE_TOOLS)/bin/python)
 	$(PY) scripts/wheelhouse.py --flavour $(FLAVOUR) --output build/wheelhouse --python $(WHEELHOUSE_TOOLS)/bin/python \
 	    $(if $(SPLIT_MIB),--split-mib $(SPLIT_MIB)) $(if $(DRY),--dry)
 
+# The GPU image's resolved versions (docker/requirements-gpu.resolved.txt, which docs/stack.md's table is checked
+# against): the `full` flavour resolved only, no wheel downloaded. Run after changing the lock.
+.PHONY: gpu-resolved
+gpu-resolved: $(STAMP) $(WHEELHOUSE_TOOLS)/bin/python
+	$(PY) scripts/wheelhouse.py --flavour full --output build/wheelhouse --python $(WHEELHOUSE_TOOLS)/bin/python \
+	    --resolved docker/requirements-gpu.resolved.txt
+
 # The gpu-pypi image's wheels: the `full` wheelhouse, made again when what it resolves changes (the lock, the
 # project's dependencies, the benchmark's and the ladder's pins), not when the project's code does.
 $(WHEELHOUSE_FULL): docker/requirements-gpu.lock pyproject.toml requirements/cpu.lock requirements/cpu-nodeps.in \

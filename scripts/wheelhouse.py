@@ -10,6 +10,9 @@ OUTPUT/FLAVOUR-parts/part-01, part-02, ... (each at most N MiB; bigger wheels tr
 Run:  make wheelhouse FLAVOUR=onto-torch SPLIT_MIB=56
       .venv/bin/python scripts/wheelhouse.py --flavour onto-torch --output build/wheelhouse [--split-mib 56]
       .venv/bin/python scripts/wheelhouse.py --flavour full --output build/wheelhouse --dry   # no network
+      .venv/bin/python scripts/wheelhouse.py --flavour full --resolved docker/requirements-gpu.resolved.txt
+`--resolved FILE` resolves only (the index's metadata, no wheel downloaded) and writes the flavour's resolved
+set to FILE: for `full`, the GPU image's versions that docs/stack.md compares with the CPU environment.
 `--dry` writes only the manifest's plan (which lock pins the flavour carries, which it leaves out); the
 real build resolves with pip (`--python`, a CPython of the lock's version), downloads and checks every wheel.
 Details: docs/wheelhouse.md.
@@ -437,11 +440,11 @@ def write_parts(house: Path, manifest: dict, limit_mib: int) -> Path:
     return out
 
 
-def build(args: argparse.Namespace, image: dict[str, str], pins: list[Pin], plan_: dict) -> dict:
-    """Resolve, download, check and describe the flavour's wheels into OUTPUT/FLAVOUR."""
-    started = time.monotonic()
+def resolve_flavour(
+    args: argparse.Namespace, image: dict[str, str], pins: list[Pin], plan_: dict
+) -> tuple[dict, list[str], dict[str, dict], dict[str, str]]:
+    """pip's report, the flavour's roots, its resolved packages (checked against the lock), the target's markers."""
     work = args.output / ".work"
-    house = args.output / args.flavour
     built = work / "built"
     shutil.rmtree(built, ignore_errors=True)
     build_local_wheels(args.python, pins, built)
@@ -465,6 +468,49 @@ def build(args: argparse.Namespace, image: dict[str, str], pins: list[Pin], plan
     roots += [*bench_pins(), *ladder_pins(), "medical_team"]
     packages = closure(report, roots, args.flavour, environment)
     check_against_lock(packages, plan_)
+    return report, roots, packages, environment
+
+
+RESOLVED_HEADER = """\
+# The GPU image's stack as pip resolves it: docker/requirements-gpu.lock (which pins only the top) with every
+# package it pulls in, for Linux x86_64 and CPython {python}: scripts/wheelhouse.py's `{flavour}` flavour, the wheels
+# the gpu-pypi image installs (the cuda image resolves the same lock at build time, plus flash-attn {flash_attn},
+# built from source). Not installed from: generated, read by tests/test_stack_table.py for docs/stack.md.
+# Regenerate after changing the lock (network: the index's metadata only, no wheel is downloaded):
+#   make gpu-resolved
+# lock_sha256: {lock_sha256}
+# resolved: {date} with {pip}, manylinux up to glibc {glibc}
+"""
+
+
+def write_resolved(args: argparse.Namespace, image: dict[str, str], pins: list[Pin], plan_: dict) -> int:
+    """--resolved FILE: the flavour's resolved set as `name==version` lines (the project itself left out)."""
+    _, _, packages, _ = resolve_flavour(args, image, pins, plan_)
+    pip = subprocess.run([args.python, "-m", "pip", "--version"], capture_output=True, text=True, check=True)
+    header = RESOLVED_HEADER.format(
+        python=image["PYTHON_VERSION"],
+        flavour=args.flavour,
+        flash_attn=next((pin.version for pin in pins if pin.name in SDIST_ONLY), "-"),
+        lock_sha256=plan_["lock_sha256"],
+        date=time.strftime("%Y-%m-%d", time.gmtime()),
+        pip=pip.stdout.split(" from ")[0],
+        glibc=args.glibc,
+    )
+    lines = sorted(
+        f"{item['metadata']['name']}=={item['metadata']['version']}\n"
+        for name, item in packages.items()
+        if name != "medical-team"
+    )
+    args.resolved.write_text(header + "".join(lines))
+    print(f"{args.resolved}: {len(lines)} packages resolved for the {args.flavour} flavour")
+    return 0
+
+
+def build(args: argparse.Namespace, image: dict[str, str], pins: list[Pin], plan_: dict) -> dict:
+    """Resolve, download, check and describe the flavour's wheels into OUTPUT/FLAVOUR."""
+    started = time.monotonic()
+    house = args.output / args.flavour
+    report, roots, packages, environment = resolve_flavour(args, image, pins, plan_)
     on_host = host_has(packages, args.host_freeze) if args.host_freeze else {}
     packages = {name: item for name, item in packages.items() if name not in on_host}
     wheels = house / "wheels"
@@ -532,9 +578,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=Path,
         help="`pip freeze` of the target host: wheels it already has at exactly the resolved version are not carried",
     )
+    parser.add_argument(
+        "--resolved",
+        type=Path,
+        help="resolve only (no wheel downloaded) and write the flavour's resolved set to this file",
+    )
     parser.add_argument("--glibc", default="2.35", help="newest manylinux glibc the target has (Ubuntu 22.04: 2.35)")
     args = parser.parse_args(argv)
     args.output = args.output.resolve()
+    args.resolved = args.resolved.resolve() if args.resolved else None
     if args.split_mib is not None and args.split_mib < 2:
         parser.error("--split-mib must be at least 2")
     return args
@@ -566,6 +618,8 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.resolved:
+        return write_resolved(args, image, pins, plan_)
     manifest = build(args, image, pins, plan_)
     totals = manifest["totals"]
     print(
