@@ -50,6 +50,10 @@ PROBE_OVERRIDES = (
     "actor_rollout_ref.actor.optim.lr=3e-2",
     # No checkpoints: the test reads only the metrics.
     "trainer.save_freq=-1",
+    # Every turn samples with its own seed: the outcome does not depend on how vLLM batched the requests.
+    "medplay.seeded_sampling=true",
+    # The shuffle of the data rows, explicit (verl leaves it to torch.Generator()'s default seed).
+    "data.seed=0",
 )
 
 
@@ -58,7 +62,10 @@ def behaviour_rates(root: Path) -> dict[Role, list[tuple[float, float]]]:
     steps = metrics_by_step(root)
     assert sorted(steps) == list(range(1, STEPS + 1))
     return {
-        role: [(steps[s][f"probe/{role.value}/behaviour_rate"], steps[s][f"probe/{role.value}/turns"]) for s in sorted(steps)]
+        role: [
+            (steps[s][f"probe/{role.value}/behaviour_rate"], steps[s][f"probe/{role.value}/turns"])
+            for s in sorted(steps)
+        ]
         for role in Role
     }
 
