@@ -340,3 +340,26 @@ def test_seeded_sampling_gives_every_turn_its_own_seed_and_the_same_one_in_a_rep
         return
     assert len(set(first.values())) == len(first)  # every turn its own seed
     assert replay == first  # the same step, rows and turns: the same seeds in another worker
+
+
+def test_in_row_order_lists_a_batch_by_data_row_whatever_order_the_games_finished(make_worker, medec_csv: Path) -> None:
+    import dataclasses
+
+    import transfer_queue as tq
+
+    from medical_team.verl_ext.trainer import SelfPlayTrainer, in_row_order
+
+    worker, config = make_worker("joint")
+    game_rows = rows(medec_csv, per_category=1)
+    asyncio.run(play(worker, game_rows))
+    batch, _ = SelfPlayTrainer(config).replay_buffer.sample(
+        global_steps=GLOBAL_STEP, partition_id="train", batch_size=len(game_rows)
+    )
+    reversed_batch = dataclasses.replace(batch, keys=batch.keys[::-1], tags=batch.tags[::-1])
+    ordered = in_row_order(batch)
+    assert in_row_order(reversed_batch).keys == ordered.keys and sorted(ordered.keys) == sorted(batch.keys)
+    index = tq.kv_batch_get(keys=ordered.keys, partition_id="train", select_fields=["index"])["index"]
+    indices = [int(getattr(i, "data", i)) for i in index]
+    assert indices == sorted(indices) and len(indices) == 6 and len(set(indices)) == 4  # adversarial: two outputs
+    assert [dict(tag) for tag in ordered.tags] == [dict(batch.tags[batch.keys.index(k)]) for k in ordered.keys]
+    tq.kv_clear(keys=batch.keys, partition_id="train")
