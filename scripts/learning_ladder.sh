@@ -60,12 +60,8 @@ case $scale in
     # Four optimizer updates a step (mini-batches of 8 seeds x 8 games); epochs enough for any step cap (18 steps
     # make one pass over the 576 train seeds).
     rows=32 group=8 mini=8 steps=${RL_STEPS:-30} response=512 lr=1e-5
-    # The KL to the reference in the loss (as GRPO does), not in the reward: the group baseline then sees game
-    # scores only (docs/game.md, "Advantages").
     run=("${full[@]}" trainer.save_freq=5 trainer.total_epochs=20 data.max_prompt_length=2048
-         actor_rollout_ref.rollout.enforce_eager=true actor_rollout_ref.rollout.max_num_seqs=256
-         algorithm.use_kl_in_reward=false actor_rollout_ref.actor.use_kl_loss=true
-         actor_rollout_ref.actor.kl_loss_coef=0.01 actor_rollout_ref.actor.kl_loss_type=low_var_kl)
+         actor_rollout_ref.rollout.enforce_eager=true actor_rollout_ref.rollout.max_num_seqs=256)
     ;;
   *) echo "$usage" >&2; exit 2 ;;
 esac

@@ -9,6 +9,10 @@ for one role: roles never share a baseline. Per role:
   subtracted, then whitened over the role's rows). A group that cannot tell its samples apart (one
   sample left after dropped ties, or k equal rewards, e.g. one constant verdict on a vanilla seed)
   gets zero advantage and stays out of the whitening statistics: it has no comparison to teach.
+  The rewards compared must be the game scores alone, so groups refuse `algorithm.use_kl_in_reward`:
+  a KL penalty in the rewards makes equal scores unequal sums, and whitening turns that noise into
+  advantages of unit size. The KL to the reference goes in the actor's loss instead
+  (`actor_rollout_ref.actor.use_kl_loss`, as GRPO does; docs/game.md, "Advantages").
 - one sample per game (k = 1): verl's REINFORCE++ returns (discounted sums of token-level rewards,
   which include the KL penalty when `algorithm.use_kl_in_reward=true`), whitened over the role's rows.
 
@@ -89,6 +93,11 @@ def compute_per_role_reinforce_plus_plus(
     if index is None:
         raise ValueError(f"{PER_ROLE_ESTIMATOR} needs the rows' uids (verl passes them as `index`)")
     uids = np.asarray(index, dtype=object)
+    if _grouped(uids) and config.get("use_kl_in_reward", False):
+        raise ValueError(
+            f"{PER_ROLE_ESTIMATOR}: group baselines compare game scores, and algorithm.use_kl_in_reward=true puts "
+            "the KL penalty in them; set algorithm.use_kl_in_reward=false and actor_rollout_ref.actor.use_kl_loss=true"
+        )
     advantages = torch.zeros_like(token_level_rewards)
     returns = torch.zeros_like(token_level_rewards)
     for rows in role_groups(uids).values():

@@ -17,6 +17,7 @@ verl's reward loop, which calls `medical_team.verl_ext.reward_fn.compute_score`.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 from uuid import uuid4
@@ -66,6 +67,12 @@ def bound_settings(config: Any) -> SelfPlaySettings:
     return _bound[0][1]
 
 
+def request_seed(*parts: Any) -> int:
+    """A vLLM sampling seed (63 bits) from `parts`: the same in every process and run (Python's hash() is not)."""
+    digest = hashlib.blake2b(repr(parts).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 1
+
+
 def take_judge_outages() -> list[str]:
     """The judge outages seen in this process since the last call."""
     taken = list(_judge_outages)
@@ -94,14 +101,24 @@ class _TurnPlayer(AgentLoopBase):
         ids = self.tokenizer.encode(rendered, add_special_tokens=False)
         return self._cap_text_prompt_length(ids)
 
-    def _generate_fn(self, sampling_params: dict[str, Any]) -> GenerateFn[RolloutReply]:
-        """`play_game`'s generate function: one turn through verl's rollout server."""
+    def _generate_fn(self, sampling_params: dict[str, Any], game_key: tuple[Any, ...] = ()) -> GenerateFn[RolloutReply]:
+        """`play_game`'s generate function: one turn through verl's rollout server.
+
+        With `game_key` (seeded sampling) the n-th turn of the game samples with its own seed, derived
+        from the key and n; without it, vLLM's shared generator.
+        """
+        turns = 0
 
         async def generate(role: Role, messages: list[Message]) -> RolloutReply:
+            nonlocal turns
             prompt_ids = await self.loop.run_in_executor(None, self._prompt_ids, messages)
+            params = sampling_params
+            if game_key:
+                params = {**sampling_params, "seed": request_seed(*game_key, turns)}
+            turns += 1
             start = self.loop.time()
             output = await self.server_manager.generate(
-                request_id=uuid4().hex, prompt_ids=prompt_ids, sampling_params=sampling_params
+                request_id=uuid4().hex, prompt_ids=prompt_ids, sampling_params=params
             )
             seconds = self.loop.time() - start
             response_ids = list(output.token_ids[: self.rollout_config.response_length])
@@ -153,8 +170,14 @@ class SelfPlayAgentLoop(_TurnPlayer):
             return verdict
 
         config = replace(self.settings.game, benign_mode=benign_mode)
-        game = await play_game(seed, self._generate_fn(sampling_params), judge, config)
+        game = await play_game(seed, self._generate_fn(sampling_params, self._game_key(kwargs)), judge, config)
         return self._outputs(game, judge_stats)
+
+    def _game_key(self, row: dict[str, Any]) -> tuple[Any, ...]:
+        """Under `medplay.seeded_sampling`: (rollout seed, step, row index, game of the row); else empty."""
+        if not self.settings.seeded_sampling:
+            return ()
+        return (self.rollout_config.seed, row.get("global_steps"), row.get("index"), row.get("session_id"))
 
     async def _judge(self, request: JudgeRequest) -> tuple[JudgeVerdict, JudgeStats]:
         """The judge's verdict on one adversarial game, off the event loop, with gold probes riding along."""

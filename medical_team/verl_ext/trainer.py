@@ -26,6 +26,7 @@ save (`medical_team.verl_ext.lora_export`), before the checkpoint can become the
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections import Counter
 from pathlib import Path
@@ -56,6 +57,24 @@ from medical_team.verl_ext.step_games import StepGame
 from medical_team.vocab import Role
 
 TRAINER_NAME = "medplay_sync"
+
+
+def in_row_order(batch: KVBatchMeta) -> KVBatchMeta:
+    """The batch's rows by data row index, then role, game of the row and output.
+
+    TransferQueue lists rows in the order their games finished, which varies from run to run; the
+    update's micro-batches, padding and sums follow that order, and Adam turns their rounding into
+    different weights. A fixed order makes a seeded run repeat itself.
+    """
+    import transfer_queue as tq
+
+    column = tq.kv_batch_get(keys=batch.keys, partition_id=batch.partition_id, select_fields=["index"])["index"]
+    indices = [int(getattr(value, "data", value)) for value in column]
+    # a row key is `<prompt uid>_<role>_<game>_<output>`; the prompt uid is random, the rest is not
+    order = sorted(range(len(batch.keys)), key=lambda i: (indices[i], batch.keys[i].split("_", 1)[1]))
+    return dataclasses.replace(batch, keys=[batch.keys[i] for i in order], tags=[batch.tags[i] for i in order])
+
+
 log = logging.getLogger(__name__)
 
 
@@ -103,6 +122,12 @@ class SelfPlayTrainer(PPOTrainerSync):
                     parse_errors = sum(game.judge_parse_error for game in games)
                     raise AllTiesError(all_ties_message(self.global_steps, len(games), parse_errors)) from error
             raise
+
+    def _balance_batch(self, batch: KVBatchMeta, metrics: dict[str, Any], *args: Any, **kwargs: Any) -> KVBatchMeta:
+        """verl's balancing; under `medplay.seeded_sampling` of the rows in data-row order, not finishing order."""
+        if self.settings.seeded_sampling:
+            batch = in_row_order(batch)
+        return super()._balance_batch(batch, metrics, *args, **kwargs)
 
     def _compute_metrics(self, batch: KVBatchMeta, metrics: dict[str, Any], timing_raw, global_steps, epoch) -> None:
         """verl's metrics, then the step's game metrics and per-role sample counts."""

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.resources
+
 import numpy as np
 import pytest
 import torch
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 from tensordict import TensorDict
 from verl.protocol import DataProto
 from verl.trainer.ppo import core_algos
@@ -20,7 +22,7 @@ from medical_team.vocab import Role
 RESPONSE_LENGTH = 6
 
 
-def algo_config(kl_coef: float = 0.01):
+def algo_config(kl_coef: float = 0.01, use_kl_in_reward: bool = True):
     """verl's AlgoConfig dataclass as the trainer builds it."""
     raw = OmegaConf.create(
         {
@@ -28,7 +30,7 @@ def algo_config(kl_coef: float = 0.01):
             "gamma": 1.0,
             "lam": 1.0,
             "adv_estimator": PER_ROLE_ESTIMATOR,
-            "use_kl_in_reward": True,
+            "use_kl_in_reward": use_kl_in_reward,
             "kl_penalty": "kl",
             "kl_ctrl": {"_target_": "verl.trainer.config.KLControlConfig", "type": "fixed", "kl_coef": kl_coef},
         }
@@ -137,7 +139,8 @@ def grouped_batch(groups: list[tuple[str, Role, list[float]]]) -> DataProto:
 
 
 def advantages_of(data: DataProto) -> torch.Tensor:
-    return compute_advantage(data, adv_estimator=PER_ROLE_ESTIMATOR, config=algo_config()).batch["advantages"]
+    config = algo_config(use_kl_in_reward=False)
+    return compute_advantage(data, adv_estimator=PER_ROLE_ESTIMATOR, config=config).batch["advantages"]
 
 
 def test_single_role_groups_equal_verls_reinforce_plus_plus_baseline() -> None:
@@ -176,3 +179,52 @@ def test_roles_never_share_a_baseline() -> None:
     )
     torch.testing.assert_close(adv[:2], alone)
     assert adv[0].sum() > 0 > adv[1].sum()
+
+
+# --- the KL to the reference never reaches the group baselines --------------------------------------
+
+
+def project_algorithm() -> DictConfig:
+    """configs/medplay.yaml's `algorithm:` section over verl's defaults, as `medplay train` composes it."""
+    from hydra import compose, initialize_config_module
+
+    text = (importlib.resources.files("medical_team.configs") / "medplay.yaml").read_text()
+    with initialize_config_module("verl.trainer.config", version_base=None):
+        base = compose("ppo_trainer")
+    return OmegaConf.merge(base.algorithm, OmegaConf.create(text).algorithm)
+
+
+def test_with_a_nonzero_kl_a_group_of_equal_scores_still_gets_zero_advantage() -> None:
+    # The policy has left the reference (old and reference log-probs differ on every token). With the
+    # project's algorithm settings, the rewards the estimator sees are what verl's trainer makes of the
+    # scores (`_compute_advantage`: the KL penalty added when use_kl_in_reward is on), so a group of
+    # equal game scores must still get zero advantage and the other group verl's baseline on its scores.
+    data = grouped_batch([("flat", Role.ASSESSOR, [-2.0, -2.0, -2.0]), ("s1", Role.ASSESSOR, [2.0, -2.0, 2.0])])
+    kl = data.batch["old_log_probs"] - data.batch["ref_log_prob"]
+    assert bool(((kl != 0) | (data.batch["response_mask"] == 0)).all())
+    config = omega_conf_to_dataclass(project_algorithm())
+    if config.use_kl_in_reward:
+        kl_ctrl = core_algos.get_kl_controller(config.kl_ctrl)
+        data, _ = apply_kl_penalty(data, kl_ctrl=kl_ctrl, kl_penalty=config.kl_penalty)
+    else:
+        data.batch["token_level_rewards"] = data.batch["token_level_scores"]
+    adv = compute_advantage(data, adv_estimator=PER_ROLE_ESTIMATOR, config=config).batch["advantages"]
+    assert torch.count_nonzero(adv[:3]) == 0
+    mask = data.batch["response_mask"]
+    on_scores, _ = core_algos.compute_reinforce_plus_plus_baseline_outcome_advantage(
+        data.batch["token_level_scores"][3:], mask[3:], index=data.non_tensor_batch["uid"][3:]
+    )
+    torch.testing.assert_close(adv[3:], on_scores)
+
+
+def test_the_kl_is_in_the_actors_loss() -> None:
+    text = (importlib.resources.files("medical_team.configs") / "medplay.yaml").read_text()
+    actor = OmegaConf.create(text).actor_rollout_ref.actor
+    assert actor.use_kl_loss and actor.kl_loss_coef > 0
+
+
+def test_groups_refuse_a_kl_penalty_in_the_rewards() -> None:
+    data = grouped_batch([("flat", Role.ASSESSOR, [-2.0, -2.0]), ("s1", Role.ASSESSOR, [2.0, -2.0])])
+    data, _ = apply_kl_penalty(data, kl_ctrl=core_algos.get_kl_controller(algo_config().kl_ctrl), kl_penalty="kl")
+    with pytest.raises(ValueError, match="use_kl_loss=true"):
+        compute_advantage(data, adv_estimator=PER_ROLE_ESTIMATOR, config=algo_config())

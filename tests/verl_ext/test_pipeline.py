@@ -37,6 +37,7 @@ class ScriptedLLMServer:
     def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
         self.replies: dict[tuple[Role, str], str] = {}  # (role, the prompt's note) -> the reply as decoded
+        self.seeds: dict[tuple[Role, str], int | None] = {}  # (role, the prompt's note) -> its sampling seed
 
     async def generate(self, request_id: str, *, prompt_ids: list[int], sampling_params: dict, **_: Any) -> TokenOutput:
         prompt = self.tokenizer.decode(prompt_ids)
@@ -47,6 +48,7 @@ class ScriptedLLMServer:
             reply = f"Subtler wording. </think> <answer> {note.replace(' the ', ' this ', 1)} </answer>"
         ids = self.tokenizer.encode(reply, add_special_tokens=False)[: sampling_params.get("max_tokens", 10_000)]
         self.replies[role, note] = self.tokenizer.decode(ids, skip_special_tokens=True)
+        self.seeds[role, note] = sampling_params.get("seed")
         return TokenOutput(
             token_ids=ids,
             log_probs=[-0.5] * len(ids),
@@ -140,7 +142,6 @@ def sample_and_compute_advantages(config: DictConfig, count: int, manager: Any =
             "advantages",
             "response_mask",
             "extra_fields",
-            "token_level_rewards",
             "responses",
         ],
     )
@@ -209,14 +210,17 @@ def test_each_role_keeps_its_own_reward_and_is_whitened_alone(make_worker, medec
     # attacker 1 (format) + 1 (assessor wrong) + 0.5 (faithful), assessor 1 (format) - 1 (wrong)
     assert all((game[Role.ATTACKER], game[Role.ASSESSOR]) == (2.5, 0.0) for game in adversarial)
 
-    # the KL penalty (0.01) is in the token-level rewards, and each role is whitened on its own
-    assert "actor/reward_kl_penalty" in metrics and metrics["actor/reward_kl_penalty_coeff"] == pytest.approx(0.01)
+    # the KL is in the actor's loss, not the rewards: the advantages see the game scores alone, each role
+    # whitened on its own. The attacker's scores are all 2.5, so it has nothing to learn from this step
+    # (a KL penalty in the rewards would have whitened its noise to unit advantages).
+    assert "actor/reward_kl_penalty" not in metrics
     advantages = data["advantages"].to_padded_tensor(0.0)
     mask = data["response_mask"].to_padded_tensor(0)
-    for role in (Role.ATTACKER, Role.ASSESSOR):
-        rows_of_role = [i for i, r in enumerate(roles) if r is role]
-        assert masked_mean(advantages[rows_of_role], mask[rows_of_role]).item() == pytest.approx(0.0, abs=1e-4)
-        assert masked_var(advantages[rows_of_role], mask[rows_of_role]).item() == pytest.approx(1.0, abs=1e-2)
+    attacker = [i for i, r in enumerate(roles) if r is Role.ATTACKER]
+    assert torch.count_nonzero(advantages[attacker]) == 0
+    assessor = [i for i, r in enumerate(roles) if r is Role.ASSESSOR]
+    assert masked_mean(advantages[assessor], mask[assessor]).item() == pytest.approx(0.0, abs=1e-4)
+    assert masked_var(advantages[assessor], mask[assessor]).item() == pytest.approx(1.0, abs=1e-2)
 
 
 @pytest.mark.parametrize(
@@ -308,3 +312,54 @@ def test_learning_probe_replaces_each_roles_reward_and_records_its_behaviour(
         observed.append((role.value, shown))
     assert {role for role, _ in observed} == {"attacker", "assessor"}
     assert sorted(worker.ledger.drain_probe_observations()) == sorted(observed)
+
+
+@pytest.mark.parametrize("seeded", [False, True])
+def test_seeded_sampling_gives_every_turn_its_own_seed_and_the_same_one_in_a_replay(
+    trainer_config: DictConfig, transfer_queue: None, medec_csv: Path, seeded: bool
+) -> None:
+    from omegaconf import open_dict
+
+    from medical_team.verl_ext.agent_loop_manager import _SelfPlayAgentLoopWorker
+
+    config = with_mode(trainer_config, "joint")
+    with open_dict(config):
+        config.medplay.seeded_sampling = seeded
+    game_rows = rows(medec_csv, per_category=1)
+    plays = []
+    for _ in range(2):
+        worker = _SelfPlayAgentLoopWorker(config, None, None, None)
+        worker.llm_client = ScriptedLLMServer(worker.tokenizer)
+        asyncio.run(play(worker, game_rows))
+        sample_and_compute_advantages(config, len(game_rows))
+        plays.append(worker.llm_client.seeds)
+    first, replay = plays
+    assert len(first) == 6  # 2 adversarial games x 2 turns + 2 vanilla games x 1 turn
+    if not seeded:
+        assert set(first.values()) == {None}  # vLLM's own generator
+        return
+    assert len(set(first.values())) == len(first)  # every turn its own seed
+    assert replay == first  # the same step, rows and turns: the same seeds in another worker
+
+
+def test_in_row_order_lists_a_batch_by_data_row_whatever_order_the_games_finished(make_worker, medec_csv: Path) -> None:
+    import dataclasses
+
+    import transfer_queue as tq
+
+    from medical_team.verl_ext.trainer import SelfPlayTrainer, in_row_order
+
+    worker, config = make_worker("joint")
+    game_rows = rows(medec_csv, per_category=1)
+    asyncio.run(play(worker, game_rows))
+    batch, _ = SelfPlayTrainer(config).replay_buffer.sample(
+        global_steps=GLOBAL_STEP, partition_id="train", batch_size=len(game_rows)
+    )
+    reversed_batch = dataclasses.replace(batch, keys=batch.keys[::-1], tags=batch.tags[::-1])
+    ordered = in_row_order(batch)
+    assert in_row_order(reversed_batch).keys == ordered.keys and sorted(ordered.keys) == sorted(batch.keys)
+    index = tq.kv_batch_get(keys=ordered.keys, partition_id="train", select_fields=["index"])["index"]
+    indices = [int(getattr(i, "data", i)) for i in index]
+    assert indices == sorted(indices) and len(indices) == 6 and len(set(indices)) == 4  # adversarial: two outputs
+    assert [dict(tag) for tag in ordered.tags] == [dict(batch.tags[batch.keys.index(k)]) for k in ordered.keys]
+    tq.kv_clear(keys=batch.keys, partition_id="train")
