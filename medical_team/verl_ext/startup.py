@@ -29,8 +29,11 @@ class TrainerStage:
     ends_with: str
 
 
-# In the order verl's `_setup` runs them; the worker group's creation belongs to the engines' stage.
+# In the order they pass. The trainer's process is the Ray actor's start and imports until verl's task runner
+# prints the whole config (`TaskRunnerV1.run`, pprint, keys sorted: `actor_rollout_ref` comes first); then
+# verl's `_setup`, where the worker group's creation belongs to the engines' stage.
 TRAINER_STAGES = (
+    TrainerStage("trainer process", "{'actor_rollout_ref': "),
     TrainerStage("data loaders", "train and validate dataloader initialized"),
     TrainerStage("actor and reference engines", "actor and ref model engine initialized"),
     TrainerStage("rollout server", "all initialize finished, ready to fit"),

@@ -74,7 +74,7 @@ def test_cpu_fit_trains_judged_by_the_served_model_and_reports_its_stages(tmp_pa
     assert run["figures"]["per_step"][0]["timing_s/step"] > 0
     # Every startup stage reached the console with its seconds, the judge's server among them.
     assert set(run["startup_stages_s"]) >= {
-        "Ray", "judge server", "data loaders", "actor and reference engines", "rollout server"
+        "Ray", "judge server", "trainer process", "data loaders", "actor and reference engines", "rollout server"
     }  # fmt: skip
     assert summary["peak_memory_mib"] > 0
     # The table comes last.

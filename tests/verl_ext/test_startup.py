@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import re
 from pathlib import Path
+from pprint import pformat
 
 from medical_team.verl_ext.startup import TRAINER_STAGES, TrainerStages, stage
 
@@ -17,17 +18,29 @@ def verl_trainer_setup_source() -> str:
     return text[start : text.index("\n    def ", start + 1)] + text[text.index("def _init_dataloader") :]
 
 
+def test_verl_task_runner_prints_the_config_first_thing_in_its_process():
+    # A verl contact (docs/verl-integration.md): the trainer process's stage ends where verl's task runner pprints
+    # the composed config, before the trainer is built; pprint sorts keys, and the first is `actor_rollout_ref`.
+    origin = importlib.util.find_spec("verl.trainer.main_ppo").origin
+    text = Path(origin).read_text()
+    run = text[text.index("    def run(self, config") :]
+    assert run.index("pprint(OmegaConf.to_container(config") < run.index("tq.init(")
+    config = {"trainer": {}, "data": {}, "algorithm": {}, "actor_rollout_ref": {"actor": {}}}
+    assert pformat(config).startswith(TRAINER_STAGES[0].ends_with)
+
+
 def test_verl_logs_each_stage_end_in_the_order_the_console_expects():
-    # A verl contact (docs/verl-integration.md): the stage lines are verl's own logger.info texts.
+    # A verl contact (docs/verl-integration.md): the later stage lines are verl's own logger.info texts.
     source = verl_trainer_setup_source()
     setup = source[: source.index("def _init_dataloader")]
-    for trainer_stage in TRAINER_STAGES:
+    data_loaders, engines, rollout = TRAINER_STAGES[1:]
+    for trainer_stage in (data_loaders, engines, rollout):
         assert trainer_stage.ends_with in source, trainer_stage
     # The dataloader is built first (`_init_dataloader`, called at the top of `_setup`), then the engines, then
     # the rollout servers and the checkpoint engine, then "ready to fit".
-    assert setup.index("self._init_dataloader()") < setup.index(TRAINER_STAGES[1].ends_with)
-    assert setup.index(TRAINER_STAGES[1].ends_with) < setup.index("LLMServerManager.create(")
-    assert setup.index("LLMServerManager.create(") < setup.index(TRAINER_STAGES[2].ends_with)
+    assert setup.index("self._init_dataloader()") < setup.index(engines.ends_with)
+    assert setup.index(engines.ends_with) < setup.index("LLMServerManager.create(")
+    assert setup.index("LLMServerManager.create(") < setup.index(rollout.ends_with)
     assert re.search(r'logger\.info\(\s*f"train and validate dataloader initialized', source)
 
 
@@ -36,8 +49,14 @@ def test_the_stages_are_said_as_their_lines_reach_the_log(tmp_path: Path, capsys
     log.write_text("an earlier run's line: all initialize finished, ready to fit\n")
     watcher = TrainerStages(log, poll_s=3600)  # polled by hand below
     with watcher:
-        assert capsys.readouterr().out == "medplay: data loaders: starting\n"
+        assert capsys.readouterr().out == "medplay: trainer process: starting\n"
         with log.open("a") as sink:
+            sink.write("(TaskRunnerV1 pid=1) {'actor_rollout_ref': {'actor': {'_target_': 'verl.workers.config.X',\n")
+            sink.flush()
+            watcher.poll()
+            out = capsys.readouterr().out.splitlines()
+            assert re.fullmatch(r"medplay: trainer process: ready after \d+ s", out[0]), out
+            assert out[1:] == ["medplay: data loaders: starting"]
             sink.write("(TaskRunnerV1 pid=1) INFO:2026-11-24 22:25:27,658:train and validate dataloader initialized, ")
             sink.flush()
             watcher.poll()  # half a line: not yet
@@ -60,7 +79,9 @@ def test_the_stages_are_said_as_their_lines_reach_the_log(tmp_path: Path, capsys
         "medplay: rollout server: ready after N s",
         "medplay: verl's trainer ready after N s; one line per step follows",
     ]
-    assert set(watcher.durations) == {"data loaders", "actor and reference engines", "rollout server", "verl's trainer"}
+    assert set(watcher.durations) == {
+        "trainer process", "data loaders", "actor and reference engines", "rollout server", "verl's trainer"
+    }  # fmt: skip
 
 
 def test_a_stage_the_launcher_runs_itself_is_timed(capsys):
