@@ -57,6 +57,10 @@ from medical_team.verl_ext.step_games import StepGame
 from medical_team.vocab import Role
 
 TRAINER_NAME = "medplay_sync"
+# How often the step looks for finished games. verl's replay buffer sleeps 2 s between looks (`poll_interval`, not a
+# config key in 0.9.1), so generation ends up to a look late: on an H200, steps of 256 games with 135 M parameters
+# spent 4.1 or 8.1 s in generation (docs/results/ladder-gpu.md). A look is a few dictionary reads.
+REPLAY_POLL_S = 0.1
 
 
 def in_row_order(batch: KVBatchMeta) -> KVBatchMeta:
@@ -106,6 +110,12 @@ class SelfPlayTrainer(PPOTrainerSync):
         self._step_games: list[StepGame] = []
         self._step_judge_stats = JudgeStats()
         self._saved_step: int | None = None  # the step of the last checkpoint saved
+
+    def _build_replay_buffer(self) -> Any:
+        """verl's replay buffer, looking for finished games every `REPLAY_POLL_S` seconds."""
+        buffer = super()._build_replay_buffer()
+        buffer.poll_interval = REPLAY_POLL_S
+        return buffer
 
     def step(self, metrics: dict[str, Any], timing_raw: dict[str, Any]) -> KVBatchMeta:
         """verl's step; when it fails because the judge was down or every game tied, raise that instead."""

@@ -378,6 +378,7 @@ def test_medplays_overrides_keep_verls_signatures() -> None:
             "_compute_metrics",
             "_compute_advantage",
             "_save_checkpoint",
+            "_build_replay_buffer",
         )
     ]
     pairs += [
@@ -389,6 +390,14 @@ def test_medplays_overrides_keep_verls_signatures() -> None:
             inspect.signature(getattr(theirs, name)).parameters
         ), f"{theirs.__name__}.{name} changed its parameters"
     assert _SelfPlayAgentLoopWorker.__mro__[1] is worker_base
+
+
+def test_the_replay_buffer_sleeps_its_poll_interval_between_looks() -> None:
+    """medplay shortens verl's poll by setting the attribute verl's sync buffer sleeps between looks for games."""
+    from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
+
+    assert "poll_interval" in inspect.signature(ReplayBuffer.__init__).parameters
+    assert "time.sleep(self.poll_interval)" in inspect.getsource(ReplayBuffer._wait_for_next_poll)
 
 
 # --- the appending file logger and the checkpoint tracker ------------------------------------------------
