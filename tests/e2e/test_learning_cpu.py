@@ -31,11 +31,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cpu_smoke import convert, metrics_by_step, train
+from cpu_smoke import TRAIN_TIMEOUT_S, convert, metrics_by_step, train
 
 from medical_team.vocab import Role
 
-pytestmark = pytest.mark.e2e
+# The module's fixture trains twice, each under TRAIN_TIMEOUT_S: the tests' limit (their setup included) covers both
+# and the conversions, so a slow machine meets the trainings' own limits, not pytest's default 900 s.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2 * TRAIN_TIMEOUT_S + 300)]
 
 STEPS = 16
 START_WINDOW = 3  # steps pooled for the start rate (a sanity check of the measurement)

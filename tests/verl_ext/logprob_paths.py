@@ -97,6 +97,8 @@ def run_variant(model_dir: str, overrides: list[str]) -> dict:
             f"actor_rollout_ref.actor.ppo_mini_batch_size={len(SEQUENCE_LENGTHS)}",
             f"actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu={len(SEQUENCE_LENGTHS)}",
             f"actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu={len(SEQUENCE_LENGTHS)}",
+            # The update compares the paths' policy loss alone: no reference model, so no KL term in the loss.
+            "actor_rollout_ref.actor.use_kl_loss=false",
             *overrides,
         ]
     )
