@@ -75,9 +75,13 @@ RUN apt-get update \
 # build/wheelhouse/full (`make build GPU_BASE=pypi` builds it: scripts/wheelhouse.py --flavour full, the lock as
 # pip resolves it for Linux x86_64 and CPython 3.12) is bound into this step, not kept in a layer: every sha256
 # checked, then every wheel installed without an index and without resolving. The project's own wheel is left
-# to the last stage, which installs it from the source (a code change rebuilds only that layer).
+# to the last stage, which installs it from the source (a code change rebuilds only that layer). A bound folder is
+# not part of the build cache's key: `make build` passes the sha256 of the wheelhouse's SHA256SUMS, which the step
+# keeps, so a changed wheel set reinstalls.
+ARG WHEELHOUSE_SHA256=unset
 RUN --mount=type=bind,source=build/wheelhouse/full,target=/wheelhouse \
-    sed 's|  |  /wheelhouse/wheels/|' /wheelhouse/SHA256SUMS | sha256sum --quiet --strict -c \
+    echo "${WHEELHOUSE_SHA256}" > wheelhouse.sha256 \
+    && sed 's|  |  /wheelhouse/wheels/|' /wheelhouse/SHA256SUMS | sha256sum --quiet --strict -c \
     && grep -v ' medical_team-' /wheelhouse/SHA256SUMS | cut -d' ' -f3 | sed 's|^|/wheelhouse/wheels/|' \
         | xargs pip install --no-index --no-deps \
     && cp /wheelhouse/manifest.json wheelhouse-manifest.json

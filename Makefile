@@ -106,6 +106,8 @@ build: $(if $(IS_PYPI),$(WHEELHOUSE_FULL))
 	docker/stack.sh build-args $(STACK) > build/image-$(STACK).args
 	$(if $(IS_CPU),docker/cpu-inputs.sh $(ENGINE) >> build/image-$(STACK).args)
 	$(if $(IS_PYPI),echo "--build-arg UBUNTU_IMAGE=$$(docker/os-base.sh noble $(ENGINE))" >> build/image-$(STACK).args)
+	$(if $(IS_PYPI),echo "--build-arg WHEELHOUSE_SHA256=$$(sha256sum < build/wheelhouse/full/SHA256SUMS | cut -c1-64)" \
+	    >> build/image-$(STACK).args)
 	$(ENGINE) build $(BUILD_OPTIONS) $$(cat build/image-$(STACK).args) \
 	    $(if $(PIP_CA),--secret id=pip-ca$(comma)src=$(PIP_CA)) \
 	    --build-arg MEDPLAY_UID=$(MEDPLAY_UID) --build-arg MEDPLAY_GID=$(MEDPLAY_GID) \
