@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 PIP := $(PY) -m pip install -q --progress-bar off
 DEMO_DIR ?= build/demo
 
-.PHONY: env test test-fast demo lock clean
+.PHONY: env test test-all test-fast demo lock clean
 
 env: $(STAMP)
 
@@ -26,9 +26,15 @@ $(STAMP): requirements/cpu.in requirements/cpu.lock requirements/cpu-nodeps.in p
 # Test files run on TEST_WORKERS pytest-xdist workers (a file's tests stay on one worker, so a module's run is shared):
 # most of an end-to-end run is one process starting at a time, so two runs side by side use two cores.
 TEST_WORKERS ?= 2
+PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
+# CI's gate (.ci/run): every test but those marked `long` (pyproject.toml; docs/testing.md says which and why).
 test: $(STAMP)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(PYTEST) -m "not long"
+
+# Every test, the long end-to-end runs included (about 45 minutes on 2 cores): before an issue is resolved.
+test-all: $(STAMP)
+	$(PYTEST)
 
 # Everything but the end-to-end runs and the slow tests (markers in pyproject.toml): a quick check while editing.
 test-fast: $(STAMP)

@@ -8,8 +8,17 @@ import sys
 from pathlib import Path
 
 MEDPLAY = str(Path(sys.executable).with_name("medplay"))
-# A hang guard, not a speed target: a failed weight sync makes verl hang instead of exiting.
-TRAIN_TIMEOUT_S = 480
+# A hang guard, not a speed target (a failed weight sync makes verl hang instead of exiting): start-up has taken
+# 292 s on CI's 2 cores beside another run, a step up to 64 s; the guard leaves twice that.
+START_UP_ALLOWANCE_S = 600
+STEP_ALLOWANCE_S = 60
+# The guard of a run of up to 3 steps (most tests').
+TRAIN_TIMEOUT_S = START_UP_ALLOWANCE_S + 3 * STEP_ALLOWANCE_S
+
+
+def train_timeout_s(steps: int) -> int:
+    """The hang guard of a run of `steps` steps: a slow, shared machine meets it with room to spare."""
+    return START_UP_ALLOWANCE_S + max(steps, 3) * STEP_ALLOWANCE_S
 
 
 def convert(data_dir: Path) -> None:
@@ -22,7 +31,7 @@ def train_command(root: Path, steps: int, *overrides: str) -> list[str]:
     return [
         "timeout",
         "--kill-after=30",  # SIGTERM asks the trainer to save and stop; SIGKILL if it cannot
-        str(TRAIN_TIMEOUT_S),
+        str(train_timeout_s(steps)),
         MEDPLAY,
         "train",
         "profile=cpu-smoke",

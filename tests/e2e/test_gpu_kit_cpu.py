@@ -101,6 +101,7 @@ def assert_judged_by_the_served_model(run: Path, console: str) -> None:
     assert last["judge/gold_count"] > 0 and last["judge/gold_accuracy"] == 0.0, last
 
 
+@pytest.mark.long
 def test_a_fit_stopped_before_its_first_step_still_answers_with_its_summary(tmp_path: Path):
     prepared = kit(tmp_path, "prepare")
     assert prepared.returncode == 0, prepared.stdout[-3000:] + prepared.stderr[-3000:]

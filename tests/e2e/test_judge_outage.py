@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 MEDPLAY = str(Path(sys.executable).with_name("medplay"))
 FAILURE_LIMIT = 5

@@ -31,15 +31,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from cpu_smoke import TRAIN_TIMEOUT_S, convert, metrics_by_step, train
+from cpu_smoke import convert, metrics_by_step, train, train_timeout_s
 
 from medical_team.vocab import Role
 
-# The module's fixture trains twice, each under TRAIN_TIMEOUT_S: the tests' limit (their setup included) covers both
-# and the conversions, so a slow machine meets the trainings' own limits, not pytest's default 900 s.
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2 * TRAIN_TIMEOUT_S + 300)]
-
 STEPS = 16
+# The module's fixture trains twice, each under its hang guard: the tests' limit (their setup included) covers both
+# and the conversions, so a slow machine meets the trainings' own limits, not pytest's default 900 s.
+pytestmark = [pytest.mark.e2e, pytest.mark.long, pytest.mark.timeout(2 * train_timeout_s(STEPS) + 300)]
 START_WINDOW = 3  # steps pooled for the start rate (a sanity check of the measurement)
 END_WINDOW = 5  # steps pooled for the end rate: about 80 assessor and 40 attacker turns
 # Each behaviour is an exact half of the vocabulary and a random model's first token is near uniform, so

@@ -24,7 +24,7 @@ from spec_names import GAME_PLOT_LABELS, MONITOR_PLOT_LABELS
 from medical_team.evaluate.metrics_log import read_metrics
 
 # Two kit calls in the module's fixture (setup counts in the first test's limit): more than pytest's default 900 s.
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2 * TRAIN_TIMEOUT_S + 600)]
+pytestmark = [pytest.mark.e2e, pytest.mark.long, pytest.mark.timeout(2 * TRAIN_TIMEOUT_S + 600)]
 
 REPO = Path(__file__).resolve().parents[2]
 # What a self-play run logs, so what its report draws: every series of docs/game.md and collapse monitor, and

@@ -23,7 +23,7 @@ from safetensors.torch import load_file
 
 from medical_team.evaluate.model_source import resolve_model
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 STEPS = 3
 RANK, ALPHA = 8, 16

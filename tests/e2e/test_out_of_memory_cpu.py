@@ -25,7 +25,7 @@ from medical_team.checkpoint_folder import read_tracker
 from medical_team.models.tiny import build_tiny_model
 from medical_team.verl_ext.out_of_memory import KNOBS, OUT_OF_MEMORY_EXIT
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 EVERY_PHASE = pytest.mark.skipif(
     not os.environ.get("MEDPLAY_OOM_EVERY_PHASE"), reason="one run per phase: set MEDPLAY_OOM_EVERY_PHASE=1"
 )

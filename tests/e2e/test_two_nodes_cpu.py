@@ -25,7 +25,7 @@ from ray_nodes import RayCluster, ray_cluster
 
 from medical_team.checkpoint_folder import read_tracker
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 NODES = ("head", "worker")
 STEPS = 2

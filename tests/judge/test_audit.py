@@ -116,7 +116,7 @@ def _tiny_judge(family: str, folder: Path) -> Path:
 
 
 @pytest.mark.e2e
-@pytest.mark.parametrize("family", ["qwen3", "gemma3"])
+@pytest.mark.parametrize("family", ["qwen3", pytest.param("gemma3", marks=pytest.mark.long)])
 def test_audit_of_a_tiny_model_served_by_vllm(tmp_path, gold, family):
     model = _tiny_judge(family, tmp_path / "tiny")
     with vllm_openai_server(model, tmp_path / "vllm.log") as served:

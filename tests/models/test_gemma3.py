@@ -83,6 +83,7 @@ def test_a_tiny_judge_of_the_shipped_architecture_loads_and_generates(tokenizer,
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_prepare_gemma3_270m_writes_a_model_that_reads_english(tmp_path):
     """The real conversion (about 2 minutes here): licence and provenance kept, low perplexity on plain English."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
