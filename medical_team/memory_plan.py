@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from medical_team.judge_kinds import BACKEND_KINDS
+
 GIB = 1024**3
 MIB = 1024**2
 # The bar a plan must stay under: the share of the card's memory the busiest phase may use.
@@ -252,7 +254,8 @@ def plan_inputs(config: Mapping) -> PlanInputs:
     max_sequence = int(_get(config, "data.max_prompt_length", 2048)) + int(
         _get(config, "data.max_response_length", 1024)
     )
-    judge_on_gpu = _get(config, "medplay.judge.backend") == "vllm"
+    judge_kind = BACKEND_KINDS.get(_get(config, "medplay.judge.backend"))
+    judge_on_gpu = judge_kind is not None and judge_kind.served_here
     target = _get(config, f"{arr}.model.target_modules", "all-linear")
     chunking = bool(_get(config, f"{arr}.actor.entropy_from_logits_with_chunking", False)) or bool(
         _get(config, f"{fsdp}.entropy_from_logits_with_chunking", False)

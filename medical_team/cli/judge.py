@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from medical_team.cli.arg_types import int_at_least
 from medical_team.errors import UserInputError
 from medical_team.judge.settings import LOCAL_BACKENDS
+from medical_team.judge_kinds import backend_kind
 
 if TYPE_CHECKING:
     from medical_team.judge.app import ServerSettings
@@ -27,6 +28,11 @@ if TYPE_CHECKING:
 
 # The server's default backend: the YAML's (vllm) is served by `medplay train`, not behind this server.
 SERVER_DEFAULT_BACKEND = "rules"
+# An endpoint backend's fields, the option that sets each, and what it is.
+NEEDED_OPTIONS = (
+    ("base_url", "--base-url", "the endpoint, e.g. http://127.0.0.1:8001/v1"),
+    ("model", "--model", "the served model name"),
+)
 
 
 def _is_loopback(host: str) -> bool:
@@ -41,14 +47,14 @@ def _is_loopback(host: str) -> bool:
 
 def check_args(args: argparse.Namespace) -> None:
     """Reject option combinations that cannot work, naming the option."""
-    if args.backend == "openai" and not args.base_url:
-        raise UserInputError("backend 'openai' needs the endpoint, e.g. http://127.0.0.1:8001/v1", field="--base-url")
-    if args.backend == "openai" and not args.model:
-        raise UserInputError("backend 'openai' needs the served model name", field="--model")
+    kind = backend_kind(args.backend)
+    for field, option, what in NEEDED_OPTIONS:
+        if field in kind.needs and not kind.reads_a_model_folder and not getattr(args, field):
+            raise UserInputError(f"backend {kind.name!r} needs {what}", field=option)
     if args.base_url and not args.base_url.startswith(("http://", "https://")):
         raise UserInputError(f"{args.base_url!r} is not an http(s) URL", field="--base-url")
     looks_like_path = bool(args.model) and args.model.startswith(("/", ".", "~"))
-    if args.backend == "hf" and looks_like_path and not Path(args.model).expanduser().is_dir():
+    if kind.reads_a_model_folder and looks_like_path and not Path(args.model).expanduser().is_dir():
         raise UserInputError(f"model directory {args.model} does not exist", field="--model")
     if args.api_key_env and not os.environ.get(args.api_key_env):
         raise UserInputError(f"environment variable {args.api_key_env} is not set", field="--api-key-env")

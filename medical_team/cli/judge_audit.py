@@ -30,13 +30,7 @@ def _judge(args: argparse.Namespace):
         judge = build_judge(settings, runtime)
     except (OSError, ValueError) as error:
         raise UserInputError(f"cannot build the judge: {str(error).splitlines()[0]}", field="--model") from None
-    names = {
-        "http": f"http {settings.url}",
-        "rules": "rules",
-        "hf": f"hf {settings.model}",
-        "openai": f"openai {settings.base_url} (model {settings.model})",
-    }
-    return judge, names[settings.backend], settings.batch_size
+    return judge, settings.kind.describe(vars(settings)), settings.batch_size
 
 
 def run_audit_command(args: argparse.Namespace) -> int:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from medical_team.game.judging import Judge
 from medical_team.judge.model_judge import ModelJudge
 from medical_team.judge.retry import RetryPolicy
 from medical_team.judge.rules import RulesJudge
-from medical_team.judge.settings import JUDGE_BACKENDS, JudgeSettings
+from medical_team.judge.settings import JudgeSettings
+from medical_team.judge_kinds import backend_kind
 
 
 @dataclass(frozen=True)
@@ -24,48 +26,65 @@ class Runtime:
 
 def build_judge(settings: JudgeSettings, runtime: Runtime = Runtime()) -> Judge:
     """The judge `settings` describe (checked by their schema); ValueError for a `vllm` judge not yet served."""
-    retry = runtime.retry or settings.retry
-    if settings.backend == "rules":
-        return RulesJudge(settings.rules)
-    if settings.backend == "http":
-        from medical_team.judge.client import HttpJudge
+    return BUILDERS[backend_kind(settings.backend).name](settings, runtime)
 
-        return HttpJudge(
-            settings.url,
-            timeout_s=settings.timeout_s,
-            batch_size=settings.batch_size,
-            retry=retry,
-            max_consecutive_failures=settings.max_consecutive_failures,
-        )
-    if settings.backend == "hf":
-        from medical_team.judge.hf_backend import HFChatCompleter
 
-        completer = HFChatCompleter(
-            settings.model,
-            device=runtime.device,
-            dtype=runtime.dtype,
-            max_new_tokens=settings.serve.max_tokens,
-            local_files_only=runtime.local_files_only,
-        )
-        return ModelJudge(completer, rules=settings.rules, batch_size=settings.batch_size)
-    if settings.backend in ("openai", "vllm"):
-        from medical_team.judge.openai_backend import OpenAIChatCompleter
+def _rules_judge(settings: JudgeSettings, runtime: Runtime) -> Judge:
+    return RulesJudge(settings.rules)
 
-        if not settings.base_url:  # vllm: `medplay train` fills it in once the judge's server is up
-            raise ValueError(f"backend {settings.backend!r} needs base_url (e.g. http://127.0.0.1:8001/v1)")
-        completer = OpenAIChatCompleter(
-            settings.base_url,
-            settings.model,
-            api_key=runtime.api_key,
-            timeout_s=settings.timeout_s,
-            max_tokens=settings.serve.max_tokens,
-            concurrency=settings.batch_size,
-            retry=retry,
-        )
-        return ModelJudge(
-            completer,
-            rules=settings.rules,
-            batch_size=settings.batch_size,
-            max_consecutive_failures=settings.max_consecutive_failures,
-        )
-    raise ValueError(f"unknown judge backend {settings.backend!r}; choose one of {', '.join(JUDGE_BACKENDS)}")
+
+def _http_judge(settings: JudgeSettings, runtime: Runtime) -> Judge:
+    from medical_team.judge.client import HttpJudge
+
+    return HttpJudge(
+        settings.url,
+        timeout_s=settings.timeout_s,
+        batch_size=settings.batch_size,
+        retry=runtime.retry or settings.retry,
+        max_consecutive_failures=settings.max_consecutive_failures,
+    )
+
+
+def _local_model_judge(settings: JudgeSettings, runtime: Runtime) -> Judge:
+    from medical_team.judge.hf_backend import HFChatCompleter
+
+    completer = HFChatCompleter(
+        settings.model,
+        device=runtime.device,
+        dtype=runtime.dtype,
+        max_new_tokens=settings.serve.max_tokens,
+        local_files_only=runtime.local_files_only,
+    )
+    return ModelJudge(completer, rules=settings.rules, batch_size=settings.batch_size)
+
+
+def _endpoint_judge(settings: JudgeSettings, runtime: Runtime) -> Judge:
+    from medical_team.judge.openai_backend import OpenAIChatCompleter
+
+    if not settings.base_url:  # vllm: `medplay train` fills it in once the judge's server is up
+        raise ValueError(f"backend {settings.backend!r} needs base_url (e.g. http://127.0.0.1:8001/v1)")
+    completer = OpenAIChatCompleter(
+        settings.base_url,
+        settings.model,
+        api_key=runtime.api_key,
+        timeout_s=settings.timeout_s,
+        max_tokens=settings.serve.max_tokens,
+        concurrency=settings.batch_size,
+        retry=runtime.retry or settings.retry,
+    )
+    return ModelJudge(
+        completer,
+        rules=settings.rules,
+        batch_size=settings.batch_size,
+        max_consecutive_failures=settings.max_consecutive_failures,
+    )
+
+
+# How each backend of medical_team/judge_kinds.py is built (the served `vllm` judge is reached as an endpoint).
+BUILDERS: dict[str, Callable[[JudgeSettings, Runtime], Judge]] = {
+    "rules": _rules_judge,
+    "http": _http_judge,
+    "hf": _local_model_judge,
+    "openai": _endpoint_judge,
+    "vllm": _endpoint_judge,
+}

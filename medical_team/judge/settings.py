@@ -12,16 +12,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from medical_team.configs import packaged_section
+from medical_team.judge_kinds import BACKEND_KINDS, JUDGE_BACKENDS, backend_kind
 from medical_team.schema import Rules, above, at_least, bind, check
 
 if TYPE_CHECKING:
     from medical_team.judge.retry import RetryPolicy
+    from medical_team.judge_kinds import BackendKind
 
-JUDGE_BACKENDS = ("rules", "vllm", "hf", "openai", "http")
-# Backends whose verdicts come from a model reading the rewrite (rules only checks and echoes the intent).
-MODEL_JUDGE_BACKENDS = ("vllm", "hf", "openai", "http")
 # Backends `medplay judge serve` and `medplay judge audit` build in-process (vllm is served by `medplay train`).
-LOCAL_BACKENDS = ("rules", "hf", "openai")
+LOCAL_BACKENDS = tuple(name for name, kind in BACKEND_KINDS.items() if kind.in_process)
 
 
 def _share() -> Any:
@@ -84,20 +83,22 @@ class JudgeSettings(Rules):
     @staticmethod
     def problems(values: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
         """Each backend's endpoint or model is set, and the rule checks' band is sound."""
-        backend, get = values.get("backend"), values.get
-        if backend == "http" and not get("url"):
-            yield "url", "required when judge.backend is http (e.g. http://127.0.0.1:8100)"
-        if backend == "openai" and not (get("base_url") and get("model")):
-            remote = "a remote OpenAI-compatible judge); for smoke tests only, medplay.judge.backend=rules"
-            yield "base_url", f"with medplay.judge.model, required when judge.backend is openai ({remote}"
-        if backend in ("vllm", "hf") and not get("model"):
-            yield "model", f"required when judge.backend is {backend} (a local model folder)"
+        kind = BACKEND_KINDS.get(values.get("backend"))
+        missing = [field for field in kind.needs if not values.get(field)] if kind else []
+        if missing:
+            together = "".join(f"with medplay.judge.{field}, " for field in kind.needs[1:])
+            yield missing[0], f"{together}required when judge.backend is {kind.name} {kind.why}"
         yield from RuleSettings.problems(values)
 
     @property
     def probed(self) -> bool:
         """True when gold probes are mixed into this judge's requests (a model judge and a fraction > 0)."""
-        return self.backend != "rules" and self.gold_probe_fraction > 0
+        return self.kind.judged_by_model and self.gold_probe_fraction > 0
+
+    @property
+    def kind(self) -> BackendKind:
+        """What the backend is and needs."""
+        return backend_kind(self.backend)
 
     @property
     def rules(self) -> RuleSettings:

@@ -29,7 +29,7 @@ class WatchedJudge:
         self._settings = settings
         self._waits = JudgeWaits(str(settings.base_url or settings.url or settings.model))
         self._ready = threading.Event()
-        if settings.backend != "vllm":
+        if not settings.kind.served_here:
             self._ready.set()
         self._lock = threading.Lock()
 
@@ -51,10 +51,10 @@ class WatchedJudge:
 @lru_cache(maxsize=4)
 def selfplay_judge(settings: JudgeSettings) -> Judge:
     """The judge `settings` name: in-process `rules`/`hf`/`openai`, the served `vllm` judge, or `http`."""
-    if settings.backend == "vllm" and not settings.base_url:
+    if settings.kind.served_here and not settings.base_url:
         raise RuntimeError("medplay.judge.base_url is unset: the vllm judge is reached through `medplay train`")
     judge = build_judge(settings)
-    return judge if settings.backend == "rules" else WatchedJudge(judge, settings)
+    return WatchedJudge(judge, settings) if settings.kind.judged_by_model else judge
 
 
 @lru_cache(maxsize=4)

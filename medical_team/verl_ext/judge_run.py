@@ -8,7 +8,8 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from medical_team.console import say
-from medical_team.judge.settings import MODEL_JUDGE_BACKENDS, JudgeSettings
+from medical_team.judge.settings import JudgeSettings
+from medical_team.judge_kinds import backend_kind
 from medical_team.verl_ext.served_judge import resolve_judge_model
 
 RECORD_NAME = "judge.json"
@@ -20,23 +21,24 @@ RULES_WARNING = (
 
 def check_judge(judge: JudgeSettings) -> None:
     """Fail before Ray starts when the served judge's model folder is missing; warn about `rules`."""
-    if judge.backend == "vllm":
+    if judge.kind.served_here:
         resolve_judge_model(judge.model or "")
-    if judge.backend == "rules":
+    if not judge.kind.judged_by_model:
         say(f"medplay: warning: {RULES_WARNING}", err=True)
 
 
 def record_judge(config: DictConfig) -> Path:
     """Write `judge.json` (backend, model, endpoint, whether a model judged) beside the run's config.yaml."""
     judge = config.medplay.judge
+    judged_by_model = backend_kind(judge.backend).judged_by_model
     record = {
         "judge/backend": str(judge.backend),
         "judge/model": judge.model,
         "judge/base_url": judge.base_url,
         "judge/url": judge.url,
-        "judged_by_model": judge.backend in MODEL_JUDGE_BACKENDS,
+        "judged_by_model": judged_by_model,
     }
-    if judge.backend == "rules":
+    if not judged_by_model:
         record["warning"] = RULES_WARNING
     path = Path(config.medplay.output_dir) / RECORD_NAME
     path.write_text(json.dumps(record, indent=2) + "\n")

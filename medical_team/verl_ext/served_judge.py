@@ -446,7 +446,7 @@ def serve_judge(
     interrupted and leaves this block with the JudgeServerError; if it has not left it GIVE_UP_AFTER_S
     later (a blocking call that ignores the interrupt), the server is killed and `give_up` ends the run.
     """
-    if judge.backend != "vllm":
+    if not judge.kind.served_here:
         yield None
         return
     model = resolve_judge_model(judge.model or "")
