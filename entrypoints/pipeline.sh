@@ -163,8 +163,10 @@ fi
 run_step ray-ready wait_until 180 "Ray cluster at ${RAY_ADDRESS}" ray status --address "${RAY_ADDRESS}"
 
 # --- the judge: medplay's judge server when the config asks for one without naming it ----------------------
-case "${judge_backend}" in
-    http)
+# Where the backend's verdicts are made (medplay's registry of backends answers; the pipeline reads no names).
+judge_kind="$(medplay judge kind "${judge_backend}")"
+case "${judge_kind}" in
+    judge-server)
         if [[ -z "${judge_url}" ]]; then
             echo "--port=${judge_port}" > "${run_dir}/judge.args"
             run_step judge-server "${supervisorctl[@]}" start judge
@@ -174,7 +176,7 @@ case "${judge_backend}" in
             say "judge: the judge server at ${judge_url}"
         fi
         ;;
-    vllm) say "judge: a vLLM server of the judge model, started by the train step (medplay train)" ;;
+    served-here) say "judge: a vLLM server of the judge model, started by the train step (medplay train)" ;;
     *) say "judge: backend ${judge_backend} (in the train step)" ;;
 esac
 

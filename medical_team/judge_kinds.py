@@ -18,6 +18,7 @@ class BackendKind:
     judged_by_model: bool  # a model reads the rewrite (`rules` only checks it and echoes the attacker's intent)
     served_here: bool  # `medplay train` starts its vLLM server on this machine's GPU (a share of the card)
     in_process: bool  # `medplay judge serve` and `medplay judge audit` can build it in their own process
+    behind_judge_server: bool  # reached through medplay's judge server (`medplay judge serve`) at `url`
     needs: tuple[str, ...]  # the `medplay.judge` fields it cannot run without
     why: str  # what the needed fields are: the end of the settings' message when one is missing
 
@@ -30,18 +31,25 @@ class BackendKind:
         """The backend with the values of the fields it needs, e.g. `openai http://host/v1 medgemma`."""
         return " ".join([self.name, *(str(fields[field]) for field in self.needs)])
 
+    @property
+    def where(self) -> str:
+        """Where its verdicts are made, in one word (`medplay judge kind`, read by the appliance's pipeline)."""
+        if self.served_here:
+            return "served-here"
+        return "judge-server" if self.behind_judge_server else "in-process"
+
 
 BACKEND_KINDS: dict[str, BackendKind] = {
     kind.name: kind
     for kind in (
-        BackendKind("rules", False, False, True, (), ""),
-        BackendKind("vllm", True, True, False, ("model",), "(a local model folder)"),
-        BackendKind("hf", True, False, True, ("model",), "(a local model folder)"),
+        BackendKind("rules", False, False, True, False, (), ""),
+        BackendKind("vllm", True, True, False, False, ("model",), "(a local model folder)"),
+        BackendKind("hf", True, False, True, False, ("model",), "(a local model folder)"),
         BackendKind(
-            "openai", True, False, True, ("base_url", "model"),
+            "openai", True, False, True, False, ("base_url", "model"),
             "(a remote OpenAI-compatible judge); for smoke tests only, medplay.judge.backend=rules",
         ),
-        BackendKind("http", True, False, False, ("url",), "(e.g. http://127.0.0.1:8100)"),
+        BackendKind("http", True, False, False, True, ("url",), "(e.g. http://127.0.0.1:8100)"),
     )
 }  # fmt: skip
 JUDGE_BACKENDS = tuple(BACKEND_KINDS)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,3 +51,15 @@ def test_what_each_backend_is() -> None:
     assert [name for name, kind in BACKEND_KINDS.items() if not kind.judged_by_model] == ["rules"]
     assert LOCAL_BACKENDS == ("rules", "hf", "openai")
     assert backend_kind("openai").describe({"base_url": "http://h/v1", "model": "m"}) == "openai http://h/v1 m"
+
+
+def test_the_cli_tells_the_pipeline_where_each_backend_judges() -> None:
+    medplay = Path(sys.executable).with_name("medplay")
+    where = {
+        name: subprocess.run([medplay, "judge", "kind", name], capture_output=True, text=True, check=True).stdout
+        for name in BACKEND_KINDS
+    }
+    assert where == {
+        "rules": "in-process\n", "vllm": "served-here\n", "hf": "in-process\n", "openai": "in-process\n",
+        "http": "judge-server\n",
+    }  # fmt: skip

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from medical_team.cli.arg_types import int_at_least
 from medical_team.errors import UserInputError
 from medical_team.judge.settings import LOCAL_BACKENDS
-from medical_team.judge_kinds import backend_kind
+from medical_team.judge_kinds import JUDGE_BACKENDS, backend_kind
 
 if TYPE_CHECKING:
     from medical_team.judge.app import ServerSettings
@@ -169,6 +169,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--localisation-bonus", type=float, default=0.0, help="POST /judge: bonus for the right sentence"
     )
     serve.set_defaults(run=run_serve)
+    kind = actions.add_parser(
+        "kind",
+        help="where a backend's verdicts are made: served-here, judge-server or in-process",
+        description="Print where BACKEND's verdicts are made: served-here (a vLLM server `medplay train` starts on "
+        "this GPU), judge-server (medplay's judge server at medplay.judge.url) or in-process (the trainer's "
+        "workers build it). The appliance's pipeline asks this instead of reading backend names.",
+    )
+    kind.add_argument("backend", choices=JUDGE_BACKENDS, metavar="BACKEND", help=", ".join(JUDGE_BACKENDS))
+    kind.set_defaults(run=lambda args: print(backend_kind(args.backend).where) or 0)
     from medical_team.cli.judge_audit import add_audit_parser
     from medical_team.cli.judge_reward_file import add_reward_file_parser
 
