@@ -1,9 +1,12 @@
-"""The package's layers: data -> game -> judge -> verl_ext -> evaluate -> cli, each importing only layers before it.
+"""The package's layers: hardware -> data -> game -> judge -> models -> verl_ext -> evaluate -> cli, each importing only
+layers before it.
 
 Every `import` statement is read from the source (those inside functions too), so a lazy import
 that runs back up a layer is caught without running it. `evaluate` stands beside `verl_ext`, not on
 it: it reads checkpoints through `medical_team.checkpoint_folder`. The top-level modules (vocab,
-errors, console, stack, checkpoint_folder, probe) sit below every layer. `data`, `game` and `judge`
+errors, console, stack, checkpoint_folder, judge_kinds, ...) sit below every layer; `hardware` (probe, memory plan,
+card emulation) is the lowest layer, `models` (real and tiny models prepared offline) sits below verl_ext. No module
+takes part in an import cycle. `data`, `game` and `judge`
 import no verl, Ray or vLLM, checked also by importing all their modules in a fresh interpreter.
 """
 
@@ -19,7 +22,7 @@ import pytest
 import medical_team
 
 PACKAGE = Path(medical_team.__file__).resolve().parent
-LAYERS = ("data", "game", "judge", "verl_ext", "evaluate", "cli")
+LAYERS = ("hardware", "data", "game", "judge", "models", "verl_ext", "evaluate", "cli")
 # Layer -> the medplay layers it may import (top-level modules are open to all).
 ALLOWED = {layer: set(LAYERS[:index]) for index, layer in enumerate(LAYERS)}
 ALLOWED["evaluate"] -= {"verl_ext"}
@@ -106,3 +109,37 @@ def test_framework_free_layers_pull_in_no_framework_when_imported() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_no_module_takes_part_in_an_import_cycle() -> None:
+    """Every import, lazy ones included, as an edge between the package's modules: the graph has no cycle."""
+    modules = {".".join(("medical_team", *path.relative_to(PACKAGE).with_suffix("").parts)): path
+               for path in PACKAGE.rglob("*.py")}  # fmt: skip
+    modules = {name.removesuffix(".__init__"): path for name, path in modules.items()}
+    edges = {
+        name: {target for module in imported_modules(path) if (target := _known(module, modules)) not in (None, name)}
+        for name, path in modules.items()
+    }
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    cycles = []
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for target in sorted(edges[name]):
+            if state.get(target) == 1:
+                cycles.append(" -> ".join([*path[path.index(target) :], target]))
+            elif target not in state:
+                visit(target, [*path, target])
+        state[name] = 2
+
+    for name in sorted(modules):
+        if name not in state:
+            visit(name, [name])
+    assert not cycles, cycles
+
+
+def _known(module: str, modules: dict[str, Path]) -> str | None:
+    """The package module an import names (`from pkg import mod` names pkg.mod when that is a module)."""
+    while module and module not in modules:
+        module = module.rpartition(".")[0]
+    return module or None

@@ -12,7 +12,7 @@ import dataclasses
 from pathlib import Path
 
 from medical_team.cli.arg_types import int_at_least
-from medical_team.cli.judge import add_backend_arguments, judge_settings
+from medical_team.cli.judge_options import add_backend_arguments, judge_settings
 from medical_team.errors import UserInputError
 from medical_team.judge.settings import LOCAL_BACKENDS
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from medical_team.memory_plan import MemoryPlan
-    from medical_team.probe import PackageFacts, ProbeReport
+    from medical_team.hardware.memory_plan import MemoryPlan
+    from medical_team.hardware.probe import PackageFacts, ProbeReport
 
 REFUSED = 3
 
@@ -87,7 +87,7 @@ def compose_plan(profile: str, overrides: list[str], vram_gib: float) -> MemoryP
     """
     from omegaconf import OmegaConf
 
-    from medical_team.memory_plan import memory_plan, plan_inputs
+    from medical_team.hardware.memory_plan import memory_plan, plan_inputs
     from medical_team.verl_ext.launch import compose_config
 
     others = [item for item in overrides if item.split("=", 1)[0].lstrip("+") != "profile"]
@@ -122,7 +122,7 @@ def run_plan(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from medical_team.errors import UserInputError
-    from medical_team.probe import PROFILES, nvidia_smi_facts, profile_for_vram
+    from medical_team.hardware.probe import PROFILES, nvidia_smi_facts, profile_for_vram
 
     _, _, gpus = nvidia_smi_facts()
     vram, source = args.vram_gib, "--vram-gib"
@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     """Probe the host, print the table and the verdict, write the JSON report."""
     from rich.console import Console
 
-    from medical_team.probe import PROFILES, assess, chosen_profile, collect_facts
+    from medical_team.hardware.probe import PROFILES, assess, chosen_profile, collect_facts
 
     if args.plan:
         return run_plan(args)
@@ -194,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register `medplay probe`."""
-    from medical_team.probe import FLASH_ATTENTION, PROFILES
+    from medical_team.hardware.probe import FLASH_ATTENTION, PROFILES
 
     parser = subparsers.add_parser("probe", help="check the GPU, driver, disk and memory; choose a hardware profile")
     parser.add_argument("--output", help="where to write the JSON report (default: probe.json; with --plan: plan.json)")

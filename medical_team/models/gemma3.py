@@ -34,7 +34,7 @@ END_IMAGE = "<end_of_image>"
 IMAGE_TOKENS = {"image_token": IMAGE_TOKEN, "boi_token": BEGIN_IMAGE, "eoi_token": END_IMAGE}
 TOKENIZER_MODEL = "gemma3-270m"  # the registry model whose GGUF carries the Gemma 3 tokenizer
 
-# MedGemma 4B's parts beyond the text decoder (whose shape is medical_team.memory_plan.MEDGEMMA_4B), as in
+# MedGemma 4B's parts beyond the text decoder (whose shape is medical_team.hardware.memory_plan.MEDGEMMA_4B), as in
 # google/medgemma-4b-it's config.json (the same as google/gemma-3-4b-it's).
 MEDGEMMA_4B_TEXT = {
     "sliding_window": 1024,
@@ -104,7 +104,7 @@ def judge_config(tokenizer: Any, *, tiny: bool = False, vision: bool = True) -> 
     """
     from transformers import Gemma3Config, Gemma3TextConfig, SiglipVisionConfig
 
-    from medical_team.memory_plan import MEDGEMMA_4B
+    from medical_team.hardware.memory_plan import MEDGEMMA_4B
 
     if tiny:
         text, tower, image_tokens = TINY_TEXT, TINY_VISION, TINY_IMAGE_TOKENS

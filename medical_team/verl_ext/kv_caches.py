@@ -17,8 +17,8 @@ from __future__ import annotations
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from medical_team.errors import UserInputError
-from medical_team.memory_plan import GIB, memory_plan, plan_inputs
-from medical_team.verl_ext.gpu_cap import card_total_gib
+from medical_team.hardware.gpu_cap import card_total_gib
+from medical_team.hardware.memory_plan import GIB, memory_plan, plan_inputs
 
 
 def size_kv_caches(config: DictConfig, total_gib: float | None = None) -> str | None:

@@ -266,7 +266,7 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     The run's full output goes to a log file in the run folder (also to the terminal with `verbose`);
     the terminal gets the stages and one line per step.
     """
-    from medical_team.verl_ext.gpu_cap import emulate_card
+    from medical_team.hardware.gpu_cap import emulate_card
     from medical_team.verl_ext.judge_run import check_judge, record_judge
     from medical_team.verl_ext.judge_waits import JudgeWaitRelay
     from medical_team.verl_ext.kv_caches import size_kv_caches

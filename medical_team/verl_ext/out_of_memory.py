@@ -23,8 +23,8 @@ from pathlib import Path
 
 from medical_team.errors import UserInputError
 from medical_team.metrics_records import read_step_records
+from medical_team.verl_ext.run_failures import NO_TRAJECTORIES, JudgeServerError
 
-OUT_OF_MEMORY_EXIT = 4
 INJECT_ENV = "MEDPLAY_INJECT_OOM"
 INJECTED = "CUDA out of memory. Tried to allocate 9.27 GiB (injected by MEDPLAY_INJECT_OOM for a test)"
 
@@ -175,8 +175,6 @@ def out_of_memory(
     error: BaseException, log_file: Path | None, metrics_file: Path | None, checkpoint: str | None
 ) -> RunOutOfMemoryError | None:
     """The run's error as a RunOutOfMemoryError when running out of GPU memory or host RAM caused it, else None."""
-    from medical_team.verl_ext.served_judge import JudgeServerError
-
     chain = _chain(error)
     host = next((item for item in chain if _is_ray_host_oom(item)), None)
     if host is not None:
@@ -200,8 +198,6 @@ def _failed_rollouts(
     verl counts a game whose generation raised as a failed group and later stops with "no materializable
     trajectories"; the out-of-memory itself is only in the agent-loop worker's log lines.
     """
-    from medical_team.verl_ext.run_errors import NO_TRAJECTORIES
-
     if log_file is None or not log_file.is_file() or not any(NO_TRAJECTORIES in str(item) for item in chain):
         return None
     text = log_file.read_text(errors="replace")[-5_000_000:]

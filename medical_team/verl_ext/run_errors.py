@@ -12,10 +12,9 @@ from medical_team.judge.gold_probe import JudgeGoldFloorError
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.verl_ext.reliability.graceful_stop import StoppedWhileWaitingError
 from medical_team.verl_ext.reliability.guards import NonFiniteTrainingError
-from medical_team.verl_ext.served_judge import JudgeServerError
+from medical_team.verl_ext.run_failures import JudgeServerError
 
 # verl's sync replay buffer when every game of a step left no sample (replay_buffer.py, `sample`).
-NO_TRAJECTORIES = "no materializable trajectories"
 
 
 class AllTiesError(RuntimeError):
@@ -72,7 +71,8 @@ def failure_report(error: BaseException) -> tuple[str, int]:
     Out of memory: the phase, figures and knobs, status 4; a run-stopping error: its own status (1 unless it
     names one: the served judge 4 or 5, a stop while games waited on the judge 143); anything else: 1.
     """
-    from medical_team.verl_ext.out_of_memory import OUT_OF_MEMORY_EXIT, RunOutOfMemoryError
+    from medical_team.verl_ext.out_of_memory import RunOutOfMemoryError
+    from medical_team.verl_ext.run_failures import OUT_OF_MEMORY_EXIT
 
     if isinstance(error, RunOutOfMemoryError):
         return f"medplay train: {error}", OUT_OF_MEMORY_EXIT

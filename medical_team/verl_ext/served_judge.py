@@ -34,7 +34,7 @@ from medical_team.console import say
 from medical_team.errors import UserInputError
 from medical_team.judge.settings import JudgeSettings, ServeSettings
 from medical_team.verl_ext.appended_lines import AppendedLines
-from medical_team.verl_ext.out_of_memory import OUT_OF_MEMORY_EXIT
+from medical_team.verl_ext.run_failures import JUDGE_START_UP, OUT_OF_MEMORY_EXIT, JudgeServerError
 from medical_team.verl_ext.startup import ready_line, started_line
 
 LOG_NAME = "judge-server.log"
@@ -45,9 +45,8 @@ FAILED_STOP_GRACE_S = 2.0  # a failed server is not waited for: the run ends wit
 GIVE_UP_AFTER_S = 6.0
 _PR_SET_PDEATHSIG = 1
 # The phases a judge failure names: before its first answer, and after it.
-START_UP = "judge start-up"
+START_UP = JUDGE_START_UP
 SERVING = "judge serving"
-JUDGE_FAILED_EXIT = 5  # `medplay train`'s exit status when the served judge fails (for memory: OUT_OF_MEMORY_EXIT)
 TAIL_LINES = 12  # of its log, shown on the console when it fails
 # The setting to change, by cause.
 MODEL_KNOB = (
@@ -96,15 +95,6 @@ FATAL_LINES = (
         memory=True,
     ),
 )
-
-
-class JudgeServerError(RuntimeError):
-    """The judge's vLLM server failed in `phase`: it exited, logged a fatal line, or did not answer."""
-
-    def __init__(self, message: str, *, phase: str = START_UP) -> None:
-        super().__init__(message)
-        self.phase = phase
-        self.exit_status = JUDGE_FAILED_EXIT
 
 
 def resolve_judge_model(model: str) -> Path:

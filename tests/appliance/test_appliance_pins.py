@@ -20,7 +20,7 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
-from medical_team import probe
+from medical_team.hardware import probe
 from medical_team.stack import STACK
 
 REPO = Path(__file__).resolve().parents[2]

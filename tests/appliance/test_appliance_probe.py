@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from medical_team.probe import (
+from medical_team.hardware.probe import (
     CUDA_12_1_EXPLANATION,
     PROFILES,
     GpuFacts,

@@ -19,7 +19,7 @@ from test_appliance_probe import gpu, gpu_host
 
 from medical_team.cli import main
 from medical_team.cli.probe import compose_plan
-from medical_team.memory_plan import (
+from medical_team.hardware.memory_plan import (
     CHUNK_COPIES,
     GIB,
     MEDGEMMA_4B,
@@ -33,7 +33,7 @@ from medical_team.memory_plan import (
     shape_from_config,
     training_activations_gib,
 )
-from medical_team.probe import PROFILES, assess
+from medical_team.hardware.probe import PROFILES, assess
 from medical_team.verl_ext.launch import compose_config
 
 GPU_PROFILES = ["24g", "48g", "80g", "96g", "141g"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from medical_team.memory_plan import MEDGEMMA_4B, shape_from_config
+from medical_team.hardware.memory_plan import MEDGEMMA_4B, shape_from_config
 from medical_team.models import gemma3
 from medical_team.models.packaged import locate, sha256_of
 from medical_team.models.registry import MODELS

@@ -46,8 +46,8 @@ def test_gpu_profiles_fit_one_gpu_and_never_load_the_cpu_runtime(profile: str) -
 
 @pytest.mark.parametrize("profile", GPU_PROFILES)
 def test_gpu_profiles_serve_their_judge_and_the_probe_knows_its_share(profile: str) -> None:
-    from medical_team.memory_plan import plan_inputs
-    from medical_team.probe import PROFILES
+    from medical_team.hardware.memory_plan import plan_inputs
+    from medical_team.hardware.probe import PROFILES
 
     config = compose_config([f"profile={profile}"])
     judge = config.medplay.judge

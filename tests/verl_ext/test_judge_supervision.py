@@ -22,12 +22,11 @@ import pytest
 
 from medical_team.verl_ext import served_judge
 from medical_team.verl_ext.judge_waits import OVER, WAIT_MARK, JudgeWaitRelay, JudgeWaits
-from medical_team.verl_ext.out_of_memory import OUT_OF_MEMORY_EXIT
 from medical_team.verl_ext.reliability.graceful_stop import StoppedWhileWaitingError
 from medical_team.verl_ext.run_errors import failure_report
+from medical_team.verl_ext.run_failures import JUDGE_FAILED_EXIT, OUT_OF_MEMORY_EXIT
 from medical_team.verl_ext.served_judge import (
     FATAL_LINES,
-    JUDGE_FAILED_EXIT,
     MODEL_KNOB,
     SERVING,
     START_UP,

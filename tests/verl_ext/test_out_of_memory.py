@@ -16,13 +16,12 @@ from ray.exceptions import RayTaskError
 from medical_team.verl_ext.out_of_memory import (
     INJECT_ENV,
     KNOBS,
-    OUT_OF_MEMORY_EXIT,
     PHASE_METHODS,
     inject_in_this_process,
     out_of_memory,
     phase_of,
 )
-from medical_team.verl_ext.served_judge import JudgeServerError
+from medical_team.verl_ext.run_failures import OUT_OF_MEMORY_EXIT, JudgeServerError
 
 TORCH_MESSAGE = (
     "CUDA out of memory. Tried to allocate 9.27 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.2 GiB is free."

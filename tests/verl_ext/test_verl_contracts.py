@@ -50,7 +50,7 @@ from medical_team.verl_ext.agent_loop import (
 from medical_team.verl_ext.agent_loop_manager import SelfPlayAgentLoopManager, _SelfPlayAgentLoopWorker
 from medical_team.verl_ext.reliability.graceful_stop import request_stop
 from medical_team.verl_ext.roles import role_of_key, role_uid, row_key
-from medical_team.verl_ext.run_errors import NO_TRAJECTORIES
+from medical_team.verl_ext.run_failures import NO_TRAJECTORIES
 from medical_team.verl_ext.trainer import TRAINER_NAME, SelfPlayTrainer, sample_metrics
 from medical_team.vocab import Role
 

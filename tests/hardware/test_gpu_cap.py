@@ -1,4 +1,4 @@
-"""The GPU's memory at launch: `medplay.emulate_gpu_gib` (medical_team/verl_ext/gpu_cap.py) and both vLLM engines'
+"""The GPU's memory at launch: `medplay.emulate_gpu_gib` (medical_team/hardware/gpu_cap.py) and both vLLM engines'
 KV caches in bytes from the memory plan (medical_team/verl_ext/kv_caches.py)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from medical_team.cli.probe import compose_plan
 from medical_team.errors import UserInputError
-from medical_team.verl_ext.gpu_cap import FRACTION_ENV, cap_this_worker, emulate_card
+from medical_team.hardware.gpu_cap import FRACTION_ENV, cap_this_worker, emulate_card
 from medical_team.verl_ext.kv_caches import size_kv_caches
 from medical_team.verl_ext.launch import compose_config
 from medical_team.verl_ext.served_judge import vllm_command

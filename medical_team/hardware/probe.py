@@ -14,10 +14,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from medical_team.memory_plan import MEDGEMMA_4B, VLLM_OVERHEAD_GIB
+from medical_team.hardware.memory_plan import MEDGEMMA_4B, VLLM_OVERHEAD_GIB
 
 if TYPE_CHECKING:
-    from medical_team.memory_plan import MemoryPlan
+    from medical_team.hardware.memory_plan import MemoryPlan
 
 from medical_team.cache_folder import CACHE_ENV, MIN_CACHE_FREE_GIB, cache_dir
 
@@ -36,7 +36,7 @@ CUDA_12_1_EXPLANATION = (
 MIN_SHM_GIB = 1.0
 
 
-# The served judge of the GPU profiles (medplay.judge.backend: vllm): MedGemma 4B (medical_team/memory_plan.py has
+# The served judge of the GPU profiles (medplay.judge.backend: vllm): MedGemma 4B (medical_team/hardware/memory_plan.py has
 # its shape), beside its own activations, CUDA graphs and context; one judge request is ~3 K tokens.
 JUDGE_OVERHEAD_GIB = VLLM_OVERHEAD_GIB
 JUDGE_KV_KIB_PER_TOKEN = MEDGEMMA_4B.kv_bytes_per_token // 1024
