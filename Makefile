@@ -26,7 +26,8 @@ $(STAMP): requirements/cpu.in requirements/cpu.lock requirements/cpu-nodeps.in p
 # Test files run on TEST_WORKERS pytest-xdist workers (a file's tests stay on one worker, so a module's run is shared):
 # most of an end-to-end run is one process starting at a time, so two runs side by side use two cores.
 TEST_WORKERS ?= 2
-PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+# The end-to-end files start first (tests/e2e_first.py says why).
+PYTEST := PYTHONPATH=tests $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -p e2e_first
 
 # CI's gate (.ci/run): every test but those marked `long` (pyproject.toml; docs/testing.md says which and why).
 test: $(STAMP)
