@@ -19,7 +19,7 @@ class BodyLimitMiddleware:
             return
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > self.max_bytes):
-            await self._reject(scope, receive, send, "declared")
+            await self._reject(scope, receive, send, "declared", more=True)
             return
         chunks: list[bytes] = []
         size = 0
@@ -30,11 +30,11 @@ class BodyLimitMiddleware:
                 return
             chunk = message.get("body", b"")
             size += len(chunk)
+            more = message.get("more_body", False)
             if size > self.max_bytes:
-                await self._reject(scope, receive, send, "streamed")
+                await self._reject(scope, receive, send, "streamed", more=more)
                 return
             chunks.append(chunk)
-            more = message.get("more_body", False)
         body = b"".join(chunks)
         replayed = False
 
@@ -47,10 +47,11 @@ class BodyLimitMiddleware:
 
         await self.app(scope, replay, send)
 
-    async def _reject(self, scope: Scope, receive: Receive, send: Send, how: str) -> None:
+    async def _reject(self, scope: Scope, receive: Receive, send: Send, how: str, *, more: bool) -> None:
         # Read (and drop) a bounded rest of the body first: a client still writing when the server closes
-        # sees a broken pipe instead of this answer.
-        drained, more = 0, True
+        # sees a broken pipe instead of this answer. `more` is False when the body has already ended (a loaded
+        # server may receive all of it in one message): another receive() would then wait for the disconnect.
+        drained = 0
         while more and drained <= 4 * self.max_bytes:
             message = await receive()
             if message["type"] == "http.disconnect":
