@@ -76,6 +76,12 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_kind(args: argparse.Namespace) -> int:
+    """Print where the backend's verdicts are made (`medplay judge kind BACKEND`)."""
+    print(backend_kind(args.backend).where)
+    return 0
+
+
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register `medplay judge serve`."""
     judge = subparsers.add_parser("judge", help="the judge that settles adversarial games")
@@ -108,7 +114,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "workers build it). The appliance's pipeline asks this instead of reading backend names.",
     )
     kind.add_argument("backend", choices=JUDGE_BACKENDS, metavar="BACKEND", help=", ".join(JUDGE_BACKENDS))
-    kind.set_defaults(run=lambda args: print(backend_kind(args.backend).where) or 0)
+    kind.set_defaults(run=run_kind)
     from medical_team.cli.judge_audit import add_audit_parser
     from medical_team.cli.judge_reward_file import add_reward_file_parser
 
