@@ -18,7 +18,7 @@ class BackendKind:
     judged_by_model: bool  # a model reads the rewrite (`rules` only checks it and echoes the attacker's intent)
     served_here: bool  # `medplay train` starts its vLLM server on this machine's GPU (a share of the card)
     in_process: bool  # `medplay judge serve` and `medplay judge audit` can build it in their own process
-    behind_judge_server: bool  # reached through medplay's judge server (`medplay judge serve`) at `url`
+    behind_judge_server: bool  # reached through medplay's judge server (`medplay judge serve`)
     needs: tuple[str, ...]  # the `medplay.judge` fields it cannot run without
     why: str  # what the needed fields are: the end of the settings' message when one is missing
 
@@ -46,13 +46,17 @@ BACKEND_KINDS: dict[str, BackendKind] = {
         BackendKind("vllm", True, True, False, False, ("model",), "(a local model folder)"),
         BackendKind("hf", True, False, True, False, ("model",), "(a local model folder)"),
         BackendKind(
-            "openai", True, False, True, False, ("base_url", "model"),
+            "openai", True, False, True, False, ("url", "model"),
             "(a remote OpenAI-compatible judge); for smoke tests only, medplay.judge.backend=rules",
         ),
         BackendKind("http", True, False, False, True, ("url",), "(e.g. http://127.0.0.1:8100)"),
     )
 }  # fmt: skip
 JUDGE_BACKENDS = tuple(BACKEND_KINDS)
+# Backends `medplay judge serve` builds in its own process (vllm is served by `medplay train`).
+LOCAL_BACKENDS = tuple(name for name, kind in BACKEND_KINDS.items() if kind.in_process)
+# Backends `medplay judge audit` can ask: those it builds, and a running judge server.
+AUDITABLE_BACKENDS = tuple(name for name, kind in BACKEND_KINDS.items() if kind.in_process or kind.behind_judge_server)
 
 
 def backend_kind(name: str) -> BackendKind:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import sys
@@ -12,8 +13,9 @@ import pytest
 import medical_team
 from medical_team.errors import UserInputError
 from medical_team.judge.backends import BUILDERS
-from medical_team.judge.settings import LOCAL_BACKENDS, packaged_judge_settings
-from medical_team.judge_kinds import BACKEND_KINDS, backend_kind
+from medical_team.judge.settings import packaged_judge_settings
+from medical_team.judge.settings import JudgeSettings
+from medical_team.judge_kinds import AUDITABLE_BACKENDS, BACKEND_KINDS, LOCAL_BACKENDS, backend_kind
 
 PACKAGE = Path(medical_team.__file__).resolve().parent
 # A judge backend's name compared with a literal: `settings.backend == "vllm"`, `judge.backend in (...)`, and so on.
@@ -43,14 +45,21 @@ def test_an_unknown_backend_is_refused_with_the_choices() -> None:
 def test_each_backends_needed_field_is_named_when_missing(name: str) -> None:
     kind = BACKEND_KINDS[name]
     with pytest.raises(UserInputError, match=rf"medplay\.judge\.{kind.needs[0]}: .*required when judge\.backend is {name}"):
-        packaged_judge_settings(backend=name, model=None, base_url=None, url=None)
+        packaged_judge_settings(backend=name, model=None, url=None)
 
 
 def test_what_each_backend_is() -> None:
     assert [name for name, kind in BACKEND_KINDS.items() if kind.served_here] == ["vllm"]
     assert [name for name, kind in BACKEND_KINDS.items() if not kind.judged_by_model] == ["rules"]
     assert LOCAL_BACKENDS == ("rules", "hf", "openai")
-    assert backend_kind("openai").describe({"base_url": "http://h/v1", "model": "m"}) == "openai http://h/v1 m"
+    assert AUDITABLE_BACKENDS == ("rules", "hf", "openai", "http")
+    assert backend_kind("openai").describe({"url": "http://h/v1", "model": "m"}) == "openai http://h/v1 m"
+
+
+def test_the_judge_has_one_address_field() -> None:
+    addresses = [field.name for field in dataclasses.fields(JudgeSettings) if "url" in field.name]
+    assert addresses == ["url"]
+    assert {field for kind in BACKEND_KINDS.values() for field in kind.needs} == {"url", "model"}
 
 
 def test_the_cli_tells_the_pipeline_where_each_backend_judges() -> None:

@@ -118,9 +118,7 @@ def _judge(args: argparse.Namespace) -> tuple[Judge, str]:
     from medical_team.judge.backends import Runtime, build_judge
     from medical_team.judge.settings import packaged_judge_settings
 
-    given = {"backend": args.judge, "model": args.judge_model}
-    given["url" if args.judge == "http" else "base_url"] = args.judge_url
-    settings = packaged_judge_settings(**given)
+    settings = packaged_judge_settings(backend=args.judge, model=args.judge_model, url=args.judge_url)
     runtime = Runtime(
         api_key=os.environ.get(args.judge_api_key_env) if args.judge_api_key_env else None,
         device="cuda" if args.judge == "hf" and gpu_available() else "cpu",

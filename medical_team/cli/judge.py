@@ -4,7 +4,7 @@
 
 medplay judge serve --backend rules --port 8100
 medplay judge serve --backend hf --model /models/medgemma-4b-it --device cuda
-medplay judge serve --backend openai --base-url http://127.0.0.1:8001/v1 --model medgemma
+medplay judge serve --backend openai --url http://127.0.0.1:8001/v1 --model medgemma
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ from typing import TYPE_CHECKING
 
 from medical_team.cli.judge_options import add_backend_arguments, judge_settings
 from medical_team.errors import UserInputError
-from medical_team.judge.settings import LOCAL_BACKENDS
-from medical_team.judge_kinds import JUDGE_BACKENDS, backend_kind
+from medical_team.judge_kinds import JUDGE_BACKENDS, LOCAL_BACKENDS, backend_kind
 
 if TYPE_CHECKING:
     from medical_team.judge.app import ServerSettings

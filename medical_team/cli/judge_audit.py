@@ -1,31 +1,27 @@
 """`medplay judge audit`: score a judge against gold MEDEC pairs, write audit.json + audit.md.
 
 medplay judge audit --backend rules --output build/audit-rules
-medplay judge audit --backend openai --base-url http://127.0.0.1:8001/v1 --model medgemma --output build/audit
+medplay judge audit --backend openai --url http://127.0.0.1:8001/v1 --model medgemma --output build/audit
 medplay judge audit --url http://127.0.0.1:8100 --output build/audit-server
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 
 from medical_team.cli.arg_types import int_at_least
 from medical_team.cli.judge_options import add_backend_arguments, judge_settings
 from medical_team.errors import UserInputError
-from medical_team.judge.settings import LOCAL_BACKENDS
+from medical_team.judge_kinds import AUDITABLE_BACKENDS
 
 
 def _judge(args: argparse.Namespace):
     """The judge the options name, its description for the report, and its batch size."""
     from medical_team.judge.backends import build_judge
 
-    if args.url and not args.url.startswith(("http://", "https://")):
-        raise UserInputError(f"{args.url!r} is not an http(s) URL", field="--url")
-    settings, runtime = judge_settings(args)
-    if args.url:
-        settings = dataclasses.replace(settings, backend="http", url=args.url)
+    backend = args.backend or ("http" if args.url else "rules")
+    settings, runtime = judge_settings(argparse.Namespace(**{**vars(args), "backend": backend}))
     try:
         judge = build_judge(settings, runtime)
     except (OSError, ValueError) as error:
@@ -48,7 +44,7 @@ def run_audit_command(args: argparse.Namespace) -> int:
     try:
         run = run_audit(judge, items, batch_size)
     except JudgeUnavailableError as error:
-        raise UserInputError(str(error), field="--url/--base-url") from None
+        raise UserInputError(str(error), field="--url") from None
     source = {"source": ", ".join(map(str, args.input)) if args.input else "bundled MEDEC-MS validation file"}
     document = audit_document(run, name, {**source, "split": args.split, "seed": args.seed}, AuditThresholds())
     output = Path(args.output)
@@ -71,9 +67,11 @@ def add_audit_parser(actions: argparse._SubParsersAction) -> None:
         help="score a judge against gold MEDEC pairs (audit.json, audit.md)",
         description="Score a judge on requests whose truth MEDEC alone settles (docs/judge.md, 'Judge audit').",
     )
-    where = audit.add_mutually_exclusive_group()
-    where.add_argument("--backend", choices=LOCAL_BACKENDS, default="rules", help="judge backend (default: rules)")
-    where.add_argument("--url", help="audit a running judge server instead (e.g. http://127.0.0.1:8100)")
+    audit.add_argument(
+        "--backend",
+        choices=AUDITABLE_BACKENDS,
+        help="judge backend (default: http, a running judge server, with --url; rules without it)",
+    )
     audit.add_argument("--output", required=True, metavar="DIR", help="directory for audit.json, audit.md")
     add_backend_arguments(audit)
     audit.add_argument("--input", nargs="+", metavar="CSV", help="MEDEC CSVs (default: the bundled validation file)")

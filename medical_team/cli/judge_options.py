@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 # An endpoint backend's fields, the option that sets each, and what it is.
 NEEDED_OPTIONS = (
-    ("base_url", "--base-url", "the endpoint, e.g. http://127.0.0.1:8001/v1"),
+    ("url", "--url", "the endpoint, e.g. http://127.0.0.1:8001/v1 (openai) or http://127.0.0.1:8100 (http)"),
     ("model", "--model", "the served model name"),
 )
 
@@ -28,8 +28,8 @@ def check_args(args: argparse.Namespace) -> None:
     for field, option, what in NEEDED_OPTIONS:
         if field in kind.needs and not kind.reads_a_model_folder and not getattr(args, field):
             raise UserInputError(f"backend {kind.name!r} needs {what}", field=option)
-    if args.base_url and not args.base_url.startswith(("http://", "https://")):
-        raise UserInputError(f"{args.base_url!r} is not an http(s) URL", field="--base-url")
+    if args.url and not args.url.startswith(("http://", "https://")):
+        raise UserInputError(f"{args.url!r} is not an http(s) URL", field="--url")
     looks_like_path = bool(args.model) and args.model.startswith(("/", ".", "~"))
     if kind.reads_a_model_folder and looks_like_path and not Path(args.model).expanduser().is_dir():
         raise UserInputError(f"model directory {args.model} does not exist", field="--model")
@@ -46,7 +46,7 @@ def judge_settings(args: argparse.Namespace) -> tuple[JudgeSettings, Runtime]:
     given = {
         "backend": args.backend,
         "model": args.model,
-        "base_url": args.base_url,
+        "url": args.url,
         "batch_size": args.batch_size,
         "min_length_ratio": getattr(args, "min_length_ratio", None),
         "max_length_ratio": getattr(args, "max_length_ratio", None),
@@ -66,7 +66,9 @@ def judge_settings(args: argparse.Namespace) -> tuple[JudgeSettings, Runtime]:
 def add_backend_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of an in-process judge backend; unset ones take configs/medplay.yaml's `medplay.judge` values."""
     parser.add_argument("--model", help="hf: local path or cached hub id (default: medplay.judge.model); openai: model")
-    parser.add_argument("--base-url", help="openai: endpoint base URL including /v1")
+    parser.add_argument(
+        "--url", help="openai: the endpoint's base URL including /v1; http (audit): the judge server's address"
+    )
     parser.add_argument("--api-key-env", help="openai: name of the environment variable that holds the API key")
     parser.add_argument("--device", default="cpu", help="hf: torch device (default: cpu)")
     parser.add_argument("--dtype", default="auto", help="hf: torch dtype, e.g. bfloat16 (default: auto)")

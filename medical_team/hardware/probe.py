@@ -465,7 +465,7 @@ def plan_summary(profile: str, plan: MemoryPlan) -> str:
 def judge_fit(profile: HardwareProfile, vram_gib: float) -> tuple[str, list[str]]:
     """A note on the served judge's memory on this GPU, and a refusal when its share cannot hold the model."""
     alternatives = (
-        "set medplay.judge.backend=openai with medplay.judge.base_url (a remote OpenAI-compatible judge), "
+        "set medplay.judge.backend=openai with medplay.judge.url (a remote OpenAI-compatible judge), "
         "or medplay.judge.backend=rules (smoke tests only)"
     )
     if profile.judge_fraction is None:

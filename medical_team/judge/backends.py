@@ -61,10 +61,10 @@ def _local_model_judge(settings: JudgeSettings, runtime: Runtime) -> Judge:
 def _endpoint_judge(settings: JudgeSettings, runtime: Runtime) -> Judge:
     from medical_team.judge.openai_backend import OpenAIChatCompleter
 
-    if not settings.base_url:  # vllm: `medplay train` fills it in once the judge's server is up
-        raise ValueError(f"backend {settings.backend!r} needs base_url (e.g. http://127.0.0.1:8001/v1)")
+    if not settings.url:  # vllm: `medplay train` fills it in once the judge's server is up
+        raise ValueError(f"backend {settings.backend!r} needs url (e.g. http://127.0.0.1:8001/v1)")
     completer = OpenAIChatCompleter(
-        settings.base_url,
+        settings.url,
         settings.model,
         api_key=runtime.api_key,
         timeout_s=settings.timeout_s,

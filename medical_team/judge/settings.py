@@ -19,10 +19,6 @@ if TYPE_CHECKING:
     from medical_team.judge.retry import RetryPolicy
     from medical_team.judge_kinds import BackendKind
 
-# Backends `medplay judge serve` and `medplay judge audit` build in-process (vllm is served by `medplay train`).
-LOCAL_BACKENDS = tuple(name for name, kind in BACKEND_KINDS.items() if kind.in_process)
-
-
 def _share() -> Any:
     """A field holding a number in [0, 1]."""
     return check(lambda x: 0 <= x <= 1, "a number in [0, 1]")
@@ -67,7 +63,6 @@ class JudgeSettings(Rules):
     backend: str = check(lambda b: b in JUDGE_BACKENDS, f"one of {', '.join(JUDGE_BACKENDS)}")
     url: str | None
     model: str | None
-    base_url: str | None
     timeout_s: float = above(0, "a number of seconds")
     batch_size: int = at_least(1)
     attempts: int = at_least(1)

@@ -27,7 +27,7 @@ class WatchedJudge:
     def __init__(self, judge: Judge, settings: JudgeSettings) -> None:
         self._judge = judge
         self._settings = settings
-        self._waits = JudgeWaits(str(settings.base_url or settings.url or settings.model))
+        self._waits = JudgeWaits(str(settings.url or settings.model))
         self._ready = threading.Event()
         if not settings.kind.served_here:
             self._ready.set()
@@ -39,7 +39,7 @@ class WatchedJudge:
             if not self._ready.is_set():
                 with self._lock:
                     if not self._ready.is_set():
-                        wait_until_served(str(self._settings.base_url), self._settings.serve.startup_timeout_s)
+                        wait_until_served(str(self._settings.url), self._settings.serve.startup_timeout_s)
                         self._ready.set()
             return self._judge.judge(requests)
 
@@ -51,8 +51,8 @@ class WatchedJudge:
 @lru_cache(maxsize=4)
 def selfplay_judge(settings: JudgeSettings) -> Judge:
     """The judge `settings` name: in-process `rules`/`hf`/`openai`, the served `vllm` judge, or `http`."""
-    if settings.kind.served_here and not settings.base_url:
-        raise RuntimeError("medplay.judge.base_url is unset: the vllm judge is reached through `medplay train`")
+    if settings.kind.served_here and not settings.url:
+        raise RuntimeError("medplay.judge.url is unset: the vllm judge is reached through `medplay train`")
     judge = build_judge(settings)
     return WatchedJudge(judge, settings) if settings.kind.judged_by_model else judge
 

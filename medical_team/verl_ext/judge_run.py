@@ -34,7 +34,6 @@ def record_judge(config: DictConfig) -> Path:
     record = {
         "judge/backend": str(judge.backend),
         "judge/model": judge.model,
-        "judge/base_url": judge.base_url,
         "judge/url": judge.url,
         "judged_by_model": judged_by_model,
     }

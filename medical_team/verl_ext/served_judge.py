@@ -51,12 +51,12 @@ TAIL_LINES = 12  # of its log, shown on the console when it fails
 # The setting to change, by cause.
 MODEL_KNOB = (
     "its log says why; check medplay.judge.model (a model this vLLM serves) and medplay.judge.serve.extra_args, "
-    "or use a judge served elsewhere (medplay.judge.backend=openai with medplay.judge.base_url)"
+    "or use a judge served elsewhere (medplay.judge.backend=openai with medplay.judge.url)"
 )
 TIMEOUT_KNOB = "raise medplay.judge.serve.startup_timeout_s if it was still loading"
 SERVING_KNOB = (
     "its log says why; to train meanwhile, use a judge served elsewhere "
-    "(medplay.judge.backend=openai with medplay.judge.base_url)"
+    "(medplay.judge.backend=openai with medplay.judge.url)"
 )
 
 
@@ -112,7 +112,7 @@ def resolve_judge_model(model: str) -> Path:
     raise UserInputError(
         f"no Hugging Face model here; place the judge model there (e.g. `hf download {_hub_id(model)} --local-dir "
         f"{folder}` on a machine with network access, then copy or mount the folder), or set medplay.judge.model "
-        "to a local folder; alternatives: medplay.judge.backend=openai with medplay.judge.base_url (a remote "
+        "to a local folder; alternatives: medplay.judge.backend=openai with medplay.judge.url (a remote "
         "judge), or medplay.judge.backend=rules (smoke tests only)",
         file=str(folder),
         field="medplay.judge.model",
@@ -170,29 +170,29 @@ _EXEC_WITH_PARENT_DEATH_SIGNAL = (
 )
 
 
-def answers(base_url: str, timeout_s: float = 5.0) -> bool:
-    """Whether an OpenAI-compatible server answers `GET {base_url}/models` with 200."""
+def answers(url: str, timeout_s: float = 5.0) -> bool:
+    """Whether an OpenAI-compatible server answers `GET {url}/models` with 200."""
     try:
-        return httpx.get(f"{base_url}/models", timeout=timeout_s).status_code == 200
+        return httpx.get(f"{url}/models", timeout=timeout_s).status_code == 200
     except httpx.HTTPError:
         return False
 
 
-def healthy(base_url: str, timeout_s: float) -> bool:
+def healthy(url: str, timeout_s: float) -> bool:
     """Whether vLLM's server answers `GET /health` (its engine alive) with 200 within `timeout_s`."""
     try:
-        return httpx.get(f"{base_url.removesuffix('/v1')}/health", timeout=timeout_s).status_code == 200
+        return httpx.get(f"{url.removesuffix('/v1')}/health", timeout=timeout_s).status_code == 200
     except httpx.HTTPError:
         return False
 
 
-def wait_until_served(base_url: str, timeout_s: float, poll_s: float = 1.0) -> None:
+def wait_until_served(url: str, timeout_s: float, poll_s: float = 1.0) -> None:
     """Block until the judge's server answers; JudgeServerError after `timeout_s` (the launcher stops a dead one)."""
     deadline = time.monotonic() + timeout_s
-    while not answers(base_url):
+    while not answers(url):
         if time.monotonic() > deadline:
             raise JudgeServerError(
-                f"the judge's vLLM server at {base_url} did not answer within {timeout_s:.0f} s "
+                f"the judge's vLLM server at {url} did not answer within {timeout_s:.0f} s "
                 "(medplay.judge.serve.startup_timeout_s)"
             )
         time.sleep(poll_s)
@@ -226,7 +226,7 @@ class JudgeServer:
     ) -> None:
         self.command = command
         self.environment = dict(environment or {})  # set over this process's own for the server
-        self.base_url = f"http://127.0.0.1:{port}/v1"
+        self.url = f"http://127.0.0.1:{port}/v1"
         self.log_file = log_file
         self.startup_timeout_s = startup_timeout_s
         self.supervision = supervision
@@ -317,7 +317,7 @@ class JudgeServer:
             if self.ready.is_set():
                 continue
             waited = time.monotonic() - self._launched
-            if answers(self.base_url, watch.answer_timeout_s):
+            if answers(self.url, watch.answer_timeout_s):
                 self._became_ready(waited)
             elif waited > self.startup_timeout_s:
                 self._fail(f"did not answer within {self.startup_timeout_s:.0f} s", TIMEOUT_KNOB)
@@ -338,7 +338,7 @@ class JudgeServer:
         watch = self.supervision
         failures = 0
         while not self._stop_watching(watch.health_every_s):
-            if healthy(self.base_url, watch.health_timeout_s):
+            if healthy(self.url, watch.health_timeout_s):
                 failures = 0
                 continue
             failures += 1
@@ -428,7 +428,7 @@ class _JudgeFailed(KeyboardInterrupt):
 def serve_judge(
     config: DictConfig, judge: JudgeSettings, give_up: Callable[[JudgeServerError], None] | None = None
 ) -> Iterator[JudgeServer | None]:
-    """For the `vllm` backend: start the judge's server, point `medplay.judge.base_url` at it, stop it afterwards.
+    """For the `vllm` backend: start the judge's server, point `medplay.judge.url` at it, stop it afterwards.
 
     The server starts at the same time as Ray and the trainer's workers: this returns at once, daemon
     threads watch it (`JudgeServer.supervise`), and the agent loops wait for it only before their first
@@ -472,11 +472,11 @@ def serve_judge(
 
     previous = signal.signal(signal.SIGUSR1, interrupt)
     try:
-        say(started_line(STAGE, f"vLLM for {model} on {server.base_url} (log: {server.log_file})"))
+        say(started_line(STAGE, f"vLLM for {model} on {server.url} (log: {server.log_file})"))
         server.launch()
         server.supervise(on_failure)
         with open_dict(config):
-            config.medplay.judge.base_url = server.base_url
+            config.medplay.judge.url = server.url
             config.medplay.judge.model = str(model)
         yield server
     except KeyboardInterrupt:

@@ -89,7 +89,7 @@ def assert_judged_by_the_served_model(run: Path, console: str) -> None:
     assert re.search(r'"POST /v1/chat/completions HTTP/1\.1" 200', server_log), server_log[-3000:]
     record = json.loads((run / "judge.json").read_text())
     assert record["judge/backend"] == "vllm" and record["judged_by_model"] is True
-    assert record["judge/base_url"].startswith("http://127.0.0.1:")
+    assert record["judge/url"].startswith("http://127.0.0.1:")
     steps = metrics_by_step(run)
     assert sum(data["judge/calls"] for data in steps.values()) > 0, steps
     for data in steps.values():

@@ -59,7 +59,7 @@ def test_sigterm_while_games_wait_on_a_silent_judge_stops_at_once(tmp_path: Path
     silent = subprocess.Popen([sys.executable, FAKE, "silent", str(port)], stdout=subprocess.PIPE, text=True)
     grace_s = 300
     command = train_command(
-        tmp_path, 1, "medplay.judge.backend=openai", f"medplay.judge.base_url=http://127.0.0.1:{port}/v1",
+        tmp_path, 1, "medplay.judge.backend=openai", f"medplay.judge.url=http://127.0.0.1:{port}/v1",
         "medplay.judge.model=judge", f"medplay.stop_grace_s={grace_s}",
     )  # fmt: skip
     try:

@@ -25,9 +25,9 @@ CPU_ENV = {"VLLM_CPU_OMP_THREADS_BIND": "nobind", "OMP_NUM_THREADS": "1", "TOKEN
 
 @dataclass(frozen=True)
 class ServedModel:
-    """Where the server answers: `base_url` ends in /v1, `model` is the served name."""
+    """Where the server answers: `url` ends in /v1, `model` is the served name."""
 
-    base_url: str
+    url: str
     model: str
 
 
@@ -41,7 +41,7 @@ def vllm_openai_server(model_dir: Path, log_path: Path, startup_s: float = 240.0
     server = JudgeServer(vllm_command(model_dir, port, CPU_SERVE, on_cpu=True), port, log_path, startup_s)
     try:
         server.start()
-        yield ServedModel(server.base_url, str(model_dir))
+        yield ServedModel(server.url, str(model_dir))
     finally:
         server.stop()
         for key, value in saved.items():

@@ -121,7 +121,7 @@ def test_audit_of_a_tiny_model_served_by_vllm(tmp_path, gold, family):
     model = _tiny_judge(family, tmp_path / "tiny")
     with vllm_openai_server(model, tmp_path / "vllm.log") as served:
         document, items = _audit(
-            tmp_path, "--backend", "openai", "--base-url", served.base_url, "--model", served.model,
+            tmp_path, "--backend", "openai", "--url", served.url, "--model", served.model,
             "--max-new-tokens", "16", "--batch-size", "8",
         )  # fmt: skip
     _check_counts(document, items, gold)
@@ -131,14 +131,14 @@ def test_audit_of_a_tiny_model_served_by_vllm(tmp_path, gold, family):
     assert asked and all(r["verdict"]["parse_error"] and r["verdict"]["tie"] for r in asked)
     assert metrics["parse_error_rate"] == len(asked) / len(items) > 0
     assert metrics["latency"]["batches"] == -(-len(items) // 8)
-    assert document["judge"].startswith(f"openai {served.base_url}") and document["passed"] is False
+    assert document["judge"].startswith(f"openai {served.url}") and document["passed"] is False
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (["--url", "127.0.0.1:8100"], "is not an http(s) URL"),
-        (["--backend", "openai", "--model", "m"], "--base-url"),
+        (["--backend", "openai", "--model", "m"], "--url"),
         (["--input", "missing.csv"], "does not exist"),
         (["--url", "http://127.0.0.1:9"], "failed 1 consecutive batches"),
     ],

@@ -69,8 +69,8 @@ def test_port_in_use_is_a_user_error() -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--backend", "openai", "--model", "m"], "field '--base-url': backend 'openai' needs the endpoint"),
-        (["--backend", "openai", "--base-url", "ftp://x", "--model", "m"], "'ftp://x' is not an http(s) URL"),
+        (["--backend", "openai", "--model", "m"], "field '--url': backend 'openai' needs the endpoint"),
+        (["--backend", "openai", "--url", "ftp://x", "--model", "m"], "'ftp://x' is not an http(s) URL"),
         (["--backend", "hf", "--model", "/nonexistent/model"], "model directory /nonexistent/model does not exist"),
         (["--min-length-ratio", "1.5"], "length ratio band must satisfy"),
         (["--max-batch", "0"], "max_batch must be >= 1"),

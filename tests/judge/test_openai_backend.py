@@ -23,7 +23,7 @@ FAST = Runtime(retry=FAST_RETRY)
 
 def openai_judge(url: str, **options: object) -> ModelJudge:
     """The openai backend as `build_judge` makes it, with quick retries."""
-    settings = packaged_judge_settings(backend="openai", base_url=f"{url}/v1", model="judge-model", **options)
+    settings = packaged_judge_settings(backend="openai", url=f"{url}/v1", model="judge-model", **options)
     judge = build_judge(settings, FAST)
     assert isinstance(judge, ModelJudge)
     return judge
@@ -93,18 +93,18 @@ def test_endpoint_down_gives_ties_then_stops_the_run(serve, harmful: GameSeed) -
 
 
 def test_openai_backend_needs_url_and_model() -> None:
-    with pytest.raises(UserInputError, match="medplay.judge.base_url: with medplay.judge.model, required"):
-        packaged_judge_settings(backend="openai", base_url=None)
+    with pytest.raises(UserInputError, match="medplay.judge.url: with medplay.judge.model, required"):
+        packaged_judge_settings(backend="openai", url=None)
     with pytest.raises(UserInputError, match="medplay.judge.backend: 'gpt' must be one of rules, vllm"):
         packaged_judge_settings(backend="gpt")
-    with pytest.raises(ValueError, match="'vllm' needs base_url"):  # filled in by `medplay train`
-        build_judge(packaged_judge_settings(backend="vllm", base_url=None))
+    with pytest.raises(ValueError, match="'vllm' needs url"):  # filled in by `medplay train`
+        build_judge(packaged_judge_settings(backend="vllm", url=None))
 
 
 def test_server_answers_503_when_its_upstream_is_down(serve, harmful: GameSeed) -> None:
     upstream = serve(failing_app(Calls())).url
     settings = packaged_judge_settings(
-        backend="openai", base_url=f"{upstream}/v1", model="m", max_consecutive_failures=1
+        backend="openai", url=f"{upstream}/v1", model="m", max_consecutive_failures=1
     )
     url = serve(create_app(ServerSettings(), JudgeScorer(lambda: build_judge(settings, FAST)))).url
     for _ in range(100):

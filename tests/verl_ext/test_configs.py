@@ -66,7 +66,7 @@ def test_gpu_profiles_play_groups_and_fuse_their_log_probs(profile: str) -> None
 def test_a_remote_judge_without_an_endpoint_names_the_alternatives() -> None:
     with pytest.raises(UserInputError) as caught:
         settings_from_trainer_config(compose_config(["profile=24g", "medplay.judge.backend=openai"]))
-    assert "medplay.judge.base_url" in str(caught.value) and "medplay.judge.backend=rules" in str(caught.value)
+    assert "medplay.judge.url" in str(caught.value) and "medplay.judge.backend=rules" in str(caught.value)
 
 
 def test_cpu_smoke_loads_the_cpu_runtime_before_the_plugin() -> None:

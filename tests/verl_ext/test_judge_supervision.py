@@ -83,7 +83,7 @@ def test_a_server_that_never_answers_is_reported_while_it_starts(tmp_path, capsy
     try:
         said: list[str] = []
         deadline = time.monotonic() + 60  # a hang guard: the lines come every second
-        listening = f"fake judge server: silent on port {server.base_url.split(':')[2][:-3]}"
+        listening = f"fake judge server: silent on port {server.url.split(':')[2][:-3]}"
         while not (len(said) >= 2 and said[-1].endswith(listening)) and time.monotonic() < deadline:
             time.sleep(0.2)
             said += [line for line in capsys.readouterr().out.splitlines() if "waiting for its first answer" in line]

@@ -155,7 +155,7 @@ def test_agent_loop_judge_calls_overlap(tmp_path: Path) -> None:
     in_flight, peak = _Counter(), _Counter()
     server = BackgroundServer(_slow_chat_app(in_flight, peak)).start()
     try:
-        settings = packaged_judge_settings(backend="vllm", model="judge", base_url=f"{server.url}/v1")
+        settings = packaged_judge_settings(backend="vllm", model="judge", url=f"{server.url}/v1")
         judge = selfplay_judge(settings)
         requests = [judge_request(seed, seed.text + " Extra sentence.", GameConfig()) for seed in _seeds(GAMES)]
 
@@ -222,7 +222,7 @@ def test_judge_record_says_which_backend_judged(tmp_path: Path) -> None:
     from medical_team.verl_ext.judge_run import record_judge
 
     config = OmegaConf.create({"medplay": {"output_dir": str(tmp_path), "judge": {
-        "backend": "rules", "model": None, "base_url": None, "url": None}}})  # fmt: skip
+        "backend": "rules", "model": None, "url": None}}})  # fmt: skip
     record = json.loads(record_judge(config).read_text())
     assert record["judge/backend"] == "rules" and record["judged_by_model"] is False and "warning" in record
 
@@ -257,9 +257,9 @@ def test_the_judges_server_starts_beside_the_trainer_and_is_awaited_at_the_first
     started = time.monotonic()
     with served_judge.serve_judge(config, settings) as server:
         assert time.monotonic() - started < 2  # not waited for: Ray and the workers start meanwhile
-        assert config.medplay.judge.base_url == server.base_url
-        assert not served_judge.answers(server.base_url)
-        served_judge.wait_until_served(server.base_url, timeout_s=60)  # what the first judged game does
+        assert config.medplay.judge.url == server.url
+        assert not served_judge.answers(server.url)
+        served_judge.wait_until_served(server.url, timeout_s=60)  # what the first judged game does
         waited = time.monotonic() - started
         time.sleep(2.5)  # the launcher's thread polls every second before it says "ready"
     assert waited >= 3
@@ -318,7 +318,7 @@ def test_on_a_gpu_the_judge_server_starts_with_the_plans_kv_bytes_and_its_own_co
     monkeypatch.setattr(served_judge, "vllm_command", command)
     monkeypatch.setattr(served_judge, "free_port", lambda: port)
     with served_judge.serve_judge(config, settings) as server:
-        served_judge.wait_until_served(server.base_url, timeout_s=60)
+        served_judge.wait_until_served(server.url, timeout_s=60)
         log = server.log_file.read_text()
 
     (started,) = commands
