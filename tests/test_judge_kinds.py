@@ -13,8 +13,7 @@ import pytest
 import medical_team
 from medical_team.errors import UserInputError
 from medical_team.judge.backends import BUILDERS
-from medical_team.judge.settings import packaged_judge_settings
-from medical_team.judge.settings import JudgeSettings
+from medical_team.judge.settings import JudgeSettings, packaged_judge_settings
 from medical_team.judge_kinds import AUDITABLE_BACKENDS, BACKEND_KINDS, LOCAL_BACKENDS, backend_kind
 
 PACKAGE = Path(medical_team.__file__).resolve().parent
