@@ -11,7 +11,8 @@
 #   bench     the self-play step / verl's stock single-turn step, same GPU, model and profile (rules judge);
 #             PART selfplay|stock runs one of the two (on a GPU, one per call); the ratio comes once both ran
 #   ladder    scripts/learning_ladder.sh gpu PART (the learning ladder), its outputs collected
-#   learn     the learning run in one call: SmolLM2-135M, SFT, greedy eval of the benchmark, RL on ground truth for
+#   learn     the learning run in one call: SmolLM2-135M (LADDER_MODEL=gemma3-270m: Gemma 3 270M), SFT, greedy eval
+#             of the benchmark, RL on ground truth for
 #             as many steps as the limit leaves, the same eval, `medplay compare`; PART selfplay: the self-play rung
 #             from the same SFT weights, its eval and the comparison of all rungs (a second call)
 # --cpu runs the same phase on the CPU: the project's environment, the tiny model and profile cpu-smoke.

@@ -7,8 +7,8 @@
 # Run from the repository root after `make env`:
 #   scripts/learning_ladder.sh SCALE [PART...]
 #   SCALE  tiny: the tiny random model and tiny sizes, a few minutes (tests/e2e/test_learning_ladder.py runs it)
-#          cpu:  SmolLM2-135M on 2 CPU cores (about 90 minutes on an idle machine)
-#          gpu:  SmolLM2-135M on one GPU: the whole 597-note benchmark, a full SFT epoch, 256 games a step
+#          cpu:  a real model (LADDER_MODEL) on 2 CPU cores (SmolLM2-135M: about 90 minutes on an idle machine)
+#          gpu:  a real model (LADDER_MODEL) on one GPU: the whole 597-note benchmark, a full SFT epoch, 256 games a step
 #   PART   prepare sft eval-sft rl eval-rl selfplay eval-selfplay compare (default: all of them, in order).
 #          A part stops by itself after PART_TIMEOUT_S seconds (gpu: 480; 0 = no limit) and saves; running the
 #          same part again resumes it (verl resumes from the last checkpoint). `compare` takes the rungs evaluated.
@@ -16,6 +16,8 @@
 #          after its current step) when what follows it still needs the time: as long again as the last eval,
 #          plus STOP_RESERVE_S for the stop, save and teardown. Its step cap (RL_STEPS) is only a ceiling then.
 # EXTRA    more Hydra overrides for the sft and RL parts, space-separated (the GPU kit's attention settings).
+# LADDER_MODEL  the real model of the cpu and gpu scales, one `medplay model prepare` knows: smollm2-135m (default,
+#          SmolLM2-135M-Instruct) or gemma3-270m (Gemma 3 270M, the base model of the judge's family).
 # Output: $LADDER_DIR (default build/ladder-SCALE): ladder.json, ladder.md, report-RUNG/, logs/,
 #         times.tsv (seconds per part) and each rung's run and eval folders.
 set -euo pipefail
@@ -25,6 +27,7 @@ shift
 parts=("$@")
 [ ${#parts[@]} -gt 0 ] || parts=(prepare sft eval-sft rl eval-rl selfplay eval-selfplay compare)
 work=$(realpath -m "${LADDER_DIR:-build/ladder-$scale}")  # absolute: the runs change directory
+model_name=${LADDER_MODEL:-smollm2-135m}
 medplay=${MEDPLAY:-.venv/bin/medplay}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-$(nproc)}
 
@@ -39,7 +42,7 @@ case $scale in
     run=(trainer.save_freq=1)
     ;;
   cpu)
-    profile=cpu-smoke model=$work/models/smollm2-135m prepare_model=true part_timeout=0
+    profile=cpu-smoke model=$work/models/$model_name prepare_model=true part_timeout=0
     sft=(sft.optim.lr=5e-5 sft.optim.lr_warmup_steps_ratio=0.1 sft.trainer.total_training_steps=30
          sft.data.train_batch_size=4 sft.trainer.test_freq=-1)
     notes=40 eval_tokens=256 eval_backend=vllm eval_eager=false
@@ -49,8 +52,8 @@ case $scale in
          "ray_kwargs.ray_init.runtime_env.env_vars.OMP_NUM_THREADS=\"$OMP_NUM_THREADS\"")
     ;;
   gpu)
-    profile=80g model=$work/models/smollm2-135m prepare_model=true part_timeout=480
-    # A 135 M model trains in full on any GPU profile's card: no LoRA, fp32 weights (80g is LoRA over a bf16 base).
+    profile=80g model=$work/models/$model_name prepare_model=true part_timeout=480
+    # A 135 M or 270 M model trains in full on any GPU profile's card: no LoRA, fp32 weights (80g is LoRA over a bf16 base).
     full=(actor_rollout_ref.model.lora_rank=0 actor_rollout_ref.actor.fsdp_config.model_dtype=fp32)
     sft=("${full[@]}" sft.optim.lr=5e-5 sft.optim.lr_warmup_steps_ratio=0.1 sft.trainer.total_epochs=1
          sft.trainer.test_freq=-1)
@@ -134,7 +137,7 @@ for part in "${parts[@]}"; do
   case $part in
     prepare)
       if $prepare_model && [ ! -f "$model/config.json" ]; then
-        timed prepare-model "$medplay" model prepare smollm2-135m --output "$model"
+        timed prepare-model "$medplay" model prepare "$model_name" --output "$model"
       fi
       timed convert "$medplay" convert --output "$work/data"
       ;;

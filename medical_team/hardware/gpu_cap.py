@@ -1,9 +1,9 @@
 """`medplay.emulate_gpu_gib`: run a smaller card's profile on a bigger GPU, capped to the smaller card's memory.
 
-Two halves, one number. In the launcher (`emulate_card`), the rollout's and the judge's vLLM memory
+Two halves, one number. In the launcher (`card_emulation`, part of the run plan), the rollout's and the judge's vLLM memory
 shares, which vLLM checks are free on the whole card at start-up, are scaled to the smaller card (a 0.35
 share of 48 GiB is 0.35 × 48 / 80 of an 80 GiB card; their KV caches come in bytes from the memory plan
-for the smaller card, `kv_caches.size_kv_caches`, run before), and the cap's fraction travels to every
+for the smaller card, `kv_caches.kv_cache_sizes`), and the cap's fraction travels to every
 Ray worker in `MEDPLAY_GPU_MEMORY_FRACTION`. In each worker (`cap_this_worker`, run when verl imports medplay's
 plugin through `VERL_USE_EXTERNAL_MODULES`), a Ray actor that holds a GPU (the trainer's FSDP workers)
 caps torch's caching allocator with `torch.cuda.set_per_process_memory_fraction`, so an allocation
@@ -13,8 +13,9 @@ past the smaller card's size fails with torch's own out-of-memory error, as it w
 from __future__ import annotations
 
 import os
+from typing import Any
 
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig
 
 from medical_team.errors import UserInputError
 
@@ -38,13 +39,18 @@ def card_total_gib() -> float | None:
         return None
 
 
-def emulate_card(config: DictConfig, total_gib: float | None = None) -> str | None:
-    """Apply `medplay.emulate_gpu_gib` to the config (vLLM shares, workers' cap); a line for the console, or None."""
+ROLLOUT_SHARE_KEY = "actor_rollout_ref.rollout.gpu_memory_utilization"
+JUDGE_SHARE_KEY = "medplay.judge.serve.gpu_memory_utilization"
+FRACTION_KEY = f"ray_kwargs.ray_init.runtime_env.env_vars.{FRACTION_ENV}"
+
+
+def card_emulation(config: DictConfig, total_gib: float | None = None) -> tuple[dict[str, Any], str | None]:
+    """What `medplay.emulate_gpu_gib` changes in the config (vLLM shares, workers' cap), and a console line or None."""
     emulated = config.medplay.emulate_gpu_gib
     if emulated is None:
-        return None
+        return {}, None
     if str(config.trainer.get("device", "cuda")) == "cpu":
-        return f"medplay.emulate_gpu_gib={emulated} has no effect on the CPU"
+        return {}, f"medplay.emulate_gpu_gib={emulated} has no effect on the CPU"
     total = total_gib if total_gib is not None else card_total_gib()
     if total is None:
         raise UserInputError("needs an NVIDIA GPU that NVML can read (nvidia-ml-py)", field="medplay.emulate_gpu_gib")
@@ -53,15 +59,14 @@ def emulate_card(config: DictConfig, total_gib: float | None = None) -> str | No
             f"{emulated} GiB is not smaller than this GPU's {total:.1f} GiB", field="medplay.emulate_gpu_gib"
         )
     fraction = emulated / total
-    rollout = config.actor_rollout_ref.rollout
-    judge = config.medplay.judge.serve
-    with open_dict(config):
-        rollout.gpu_memory_utilization = round(rollout.gpu_memory_utilization * fraction, 4)
-        judge.gpu_memory_utilization = round(judge.gpu_memory_utilization * fraction, 4)
-        config.ray_kwargs.ray_init.runtime_env.env_vars[FRACTION_ENV] = f"{fraction:.6f}"
-    return (
+    changes = {
+        ROLLOUT_SHARE_KEY: round(config.actor_rollout_ref.rollout.gpu_memory_utilization * fraction, 4),
+        JUDGE_SHARE_KEY: round(config.medplay.judge.serve.gpu_memory_utilization * fraction, 4),
+        FRACTION_KEY: f"{fraction:.6f}",
+    }
+    return changes, (
         f"emulating a {emulated:g} GiB card on this {total:.1f} GiB GPU: workers capped at {fraction:.3f} of it, "
-        f"rollout vLLM share {rollout.gpu_memory_utilization}, judge vLLM share {judge.gpu_memory_utilization}"
+        f"rollout vLLM share {changes[ROLLOUT_SHARE_KEY]}, judge vLLM share {changes[JUDGE_SHARE_KEY]}"
     )
 
 

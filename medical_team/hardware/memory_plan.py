@@ -214,21 +214,25 @@ class PlanInputs:
     games_per_step: int
 
 
-def _get(config: Mapping, dotted: str, default=None):
-    """A dotted key of a nested mapping, or `default`."""
+def _get(config: Mapping, dotted: str):
+    """A dotted key of the composed config (None where it is null); KeyError naming a key the config lacks.
+
+    The plan has no defaults of its own: every value it reads is the config's (configs/medplay.yaml, verl's
+    `ppo_trainer`, the profile).
+    """
     node = config
     for part in dotted.split("."):
         if not isinstance(node, Mapping) or part not in node:
-            return default
+            raise KeyError(f"the memory plan reads {dotted}, which the composed config lacks")
         node = node[part]
-    return default if node is None else node
+    return node
 
 
 def _budget(config: Mapping, section: str, tokens_key: str, rows_key: str, dynamic_key: str, max_sequence: int) -> int:
     """Tokens of one micro-batch: the token budget with dynamic batching, else rows x the longest sequence."""
-    if _get(config, f"{section}.{dynamic_key}", False):
-        return int(_get(config, f"{section}.{tokens_key}", max_sequence))
-    return int(_get(config, f"{section}.{rows_key}", 1)) * max_sequence
+    if _get(config, f"{section}.{dynamic_key}"):
+        return int(_get(config, f"{section}.{tokens_key}"))
+    return int(_get(config, f"{section}.{rows_key}")) * max_sequence
 
 
 def _quantization(extra_args: Sequence[str]) -> str | None:
@@ -251,29 +255,29 @@ def plan_inputs(config: Mapping) -> PlanInputs:
     """What the memory plan reads from a composed training config (a plain nested dict)."""
     arr = "actor_rollout_ref"
     fsdp = f"{arr}.actor.fsdp_config"
-    max_sequence = int(_get(config, "data.max_prompt_length", 2048)) + int(
-        _get(config, "data.max_response_length", 1024)
+    max_sequence = int(_get(config, "data.max_prompt_length")) + int(
+        _get(config, "data.max_response_length")
     )
     judge_kind = BACKEND_KINDS.get(_get(config, "medplay.judge.backend"))
     judge_on_gpu = judge_kind is not None and judge_kind.served_here
-    target = _get(config, f"{arr}.model.target_modules", "all-linear")
-    chunking = bool(_get(config, f"{arr}.actor.entropy_from_logits_with_chunking", False)) or bool(
-        _get(config, f"{fsdp}.entropy_from_logits_with_chunking", False)
+    target = _get(config, f"{arr}.model.target_modules")
+    chunking = bool(_get(config, f"{arr}.actor.entropy_from_logits_with_chunking")) or bool(
+        _get(config, f"{fsdp}.entropy_from_logits_with_chunking")
     )
     return PlanInputs(
-        policy=model_shape(str(_get(config, f"{arr}.model.path", "Qwen/Qwen3-4B")), QWEN3_4B),
-        judge=model_shape(str(_get(config, "medplay.judge.model", "")), MEDGEMMA_4B) if judge_on_gpu else None,
-        lora_rank=int(_get(config, f"{arr}.model.lora_rank", 0)),
+        policy=model_shape(str(_get(config, f"{arr}.model.path")), QWEN3_4B),
+        judge=model_shape(str(_get(config, "medplay.judge.model")), MEDGEMMA_4B) if judge_on_gpu else None,
+        lora_rank=int(_get(config, f"{arr}.model.lora_rank")),
         target_modules=target if isinstance(target, str) else tuple(target),
-        model_dtype=str(_get(config, f"{fsdp}.model_dtype", "fp32")),
-        param_offload=bool(_get(config, f"{fsdp}.param_offload", False)),
-        optimizer_offload=bool(_get(config, f"{fsdp}.optimizer_offload", False)),
-        offload_policy=bool(_get(config, f"{fsdp}.offload_policy", False)),
-        gradient_checkpointing=bool(_get(config, f"{arr}.model.enable_gradient_checkpointing", False)),
-        use_remove_padding=bool(_get(config, f"{arr}.model.use_remove_padding", False)),
-        use_fused_kernels=bool(_get(config, f"{arr}.model.use_fused_kernels", False)),
+        model_dtype=str(_get(config, f"{fsdp}.model_dtype")),
+        param_offload=bool(_get(config, f"{fsdp}.param_offload")),
+        optimizer_offload=bool(_get(config, f"{fsdp}.optimizer_offload")),
+        offload_policy=bool(_get(config, f"{fsdp}.offload_policy")),
+        gradient_checkpointing=bool(_get(config, f"{arr}.model.enable_gradient_checkpointing")),
+        use_remove_padding=bool(_get(config, f"{arr}.model.use_remove_padding")),
+        use_fused_kernels=bool(_get(config, f"{arr}.model.use_fused_kernels")),
         entropy_chunking=chunking,
-        entropy_chunk_tokens=int(_get(config, f"{arr}.actor.entropy_from_logits_chunk_size", 2048)),
+        entropy_chunk_tokens=int(_get(config, f"{arr}.actor.entropy_from_logits_chunk_size")),
         ppo_tokens=_budget(
             config,
             f"{arr}.actor",
@@ -298,17 +302,17 @@ def plan_inputs(config: Mapping) -> PlanInputs:
             "log_prob_use_dynamic_bsz",
             max_sequence,
         ),
-        needs_reference=bool(_get(config, "algorithm.use_kl_in_reward", False))
-        or bool(_get(config, f"{arr}.actor.use_kl_loss", False)),
-        rollout_share=float(_get(config, f"{arr}.rollout.gpu_memory_utilization", 0.5)),
+        needs_reference=bool(_get(config, "algorithm.use_kl_in_reward"))
+        or bool(_get(config, f"{arr}.actor.use_kl_loss")),
+        rollout_share=float(_get(config, f"{arr}.rollout.gpu_memory_utilization")),
         rollout_kv_bytes=_bytes(_get(config, f"{arr}.rollout.engine_kwargs.vllm.kv_cache_memory_bytes")),
-        weight_bucket_mib=int(_get(config, f"{arr}.rollout.checkpoint_engine.update_weights_bucket_megabytes", 2048)),
-        judge_share=float(_get(config, "medplay.judge.serve.gpu_memory_utilization", 0.0)) if judge_on_gpu else 0.0,
+        weight_bucket_mib=int(_get(config, f"{arr}.rollout.checkpoint_engine.update_weights_bucket_megabytes")),
+        judge_share=float(_get(config, "medplay.judge.serve.gpu_memory_utilization")) if judge_on_gpu else 0.0,
         judge_kv_bytes=_bytes(_get(config, "medplay.judge.serve.kv_cache_memory_bytes")) if judge_on_gpu else None,
-        judge_quantization=_quantization(_get(config, "medplay.judge.serve.extra_args", [])) if judge_on_gpu else None,
-        judge_max_model_len=int(_get(config, "medplay.judge.serve.max_model_len", 4096)),
+        judge_quantization=_quantization(_get(config, "medplay.judge.serve.extra_args")) if judge_on_gpu else None,
+        judge_max_model_len=int(_get(config, "medplay.judge.serve.max_model_len")),
         max_sequence=max_sequence,
-        games_per_step=int(_get(config, "data.train_batch_size", 1)) * int(_get(config, f"{arr}.rollout.n", 1)),
+        games_per_step=int(_get(config, "data.train_batch_size")) * int(_get(config, f"{arr}.rollout.n")),
     )
 
 

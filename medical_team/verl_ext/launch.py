@@ -8,12 +8,17 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from medical_team.checkpoint_folder import TRACKER_NAME, last_checkpoint
 from medical_team.console import output_to_log, say
 from medical_team.errors import UserInputError
+
+if TYPE_CHECKING:
+    from medical_team.verl_ext.run_plan import RunPlan
+    from medical_team.verl_ext.settings import SelfPlaySettings
 
 CONFIG_MODULE = "medical_team.configs"
 CONFIG_NAME = "medplay"
@@ -30,6 +35,15 @@ class RunPaths:
     metrics_file: Path
     latest_step_file: Path
     log_file: Path
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """A run's config as every step after planning reads it, its settings, and what was derived into it."""
+
+    config: DictConfig  # composed, then the plan's values; `medplay:` read-only
+    settings: SelfPlaySettings
+    plan: RunPlan
 
 
 def available_profiles() -> list[str]:
@@ -186,6 +200,25 @@ def prepare_checkpoints(config: DictConfig) -> None:
     clear_stop_request(checkpoint_dir)
 
 
+def plan_run(overrides: Sequence[str], total_gib: float | None = None) -> PlannedRun:
+    """Compose and check the config, derive the run plan (run_plan.py) and apply it, before anything starts.
+
+    Every problem of the config at once: verl's part (keys it does not define, values medplay needs), then
+    the `medplay:` section. `total_gib`: the card's memory (None: read through NVML on a GPU).
+    """
+    from medical_team.verl_ext.judge_run import check_judge
+    from medical_team.verl_ext.run_plan import derive_run_plan, planned_config
+    from medical_team.verl_ext.settings import settings_from_trainer_config
+    from medical_team.verl_ext.verl_keys import verl_problems
+
+    config = compose_config(overrides)
+    settings = settings_from_trainer_config(config, verl_problems(config))
+    check_judge(settings.judge)
+    plan = derive_run_plan(config, settings.judge, total_gib)
+    planned = planned_config(config, plan)
+    return PlannedRun(planned, settings_from_trainer_config(planned), plan)
+
+
 def run_log_path(config: DictConfig) -> Path:
     """A new file for this run's full output: <medplay.output_dir>/logs/train-<UTC time>.log."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
@@ -203,36 +236,20 @@ def run_paths(config: DictConfig, log_file: Path) -> RunPaths:
     )
 
 
-def choose_ray_cluster(config: DictConfig) -> str:
-    """Join the cluster in RAY_ADDRESS, else always start a private one (never an unrelated local head).
-
-    Without an address Ray joins any head started on this machine; resources (num_cpus/num_gpus)
-    may only be given when starting a cluster, so they are dropped when joining one.
-    """
-    ray_init = config.ray_kwargs.ray_init
-    address = os.environ.get("RAY_ADDRESS")
-    if address:
-        with open_dict(ray_init):
-            for key in ("num_cpus", "num_gpus"):
-                ray_init.pop(key, None)
-        return address
-    with open_dict(ray_init):
-        ray_init.address = "local"
-    return "a new local cluster"
-
-
 def run_verl(
     config: DictConfig,
     stop_grace_s: float,
     log_file: Path,
     run_started: float | None = None,
     stuck: Callable[[], str | None] = lambda: None,
+    ray_cluster: str = "a new local cluster",
 ) -> None:
     """verl's `main_ppo.main` body for an already composed config: device, validation, Ray, task runner.
 
     The console shows each startup stage as it begins and ends (medical_team/verl_ext/startup.py); the
     trainer's readiness is counted from `run_started` (when `medplay train` began) when given. `stuck`
-    tells the SIGTERM handler why the step in progress cannot end (reliability/graceful_stop.py).
+    tells the SIGTERM handler why the step in progress cannot end (reliability/graceful_stop.py); `ray_cluster`
+    says which cluster Ray starts or joins (the run plan's, which set ray_kwargs.ray_init for it).
     """
     import ray
     from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
@@ -248,7 +265,7 @@ def run_verl(
     validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     started_ray = not ray.is_initialized() and not os.environ.get("RAY_ADDRESS")
     try:
-        with stage("Ray", f"({choose_ray_cluster(config)})"):
+        with stage("Ray", f"({ray_cluster})"):
             if not ray.is_initialized():
                 start_ray(config)  # run_ppo then skips its own ray.init
         # After ray.init, which replaces the SIGTERM handler with one that exits at once.
@@ -266,34 +283,23 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     The run's full output goes to a log file in the run folder (also to the terminal with `verbose`);
     the terminal gets the stages and one line per step.
     """
-    from medical_team.hardware.gpu_cap import emulate_card
-    from medical_team.verl_ext.judge_run import check_judge, record_judge
+    from medical_team.verl_ext.judge_run import record_judge
     from medical_team.verl_ext.judge_waits import JudgeWaitRelay
-    from medical_team.verl_ext.kv_caches import size_kv_caches
     from medical_team.verl_ext.out_of_memory import out_of_memory
     from medical_team.verl_ext.progress import StepProgress
     from medical_team.verl_ext.reliability.graceful_stop import StoppedWhileWaitingError, stopped_while
     from medical_team.verl_ext.run_errors import end_run, failure_report
     from medical_team.verl_ext.served_judge import serve_judge
-    from medical_team.verl_ext.settings import settings_from_trainer_config
     from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
-    from medical_team.verl_ext.verl_keys import verl_problems
 
     started = time.monotonic()
-    config = compose_config(overrides)
-    # Every problem of the config at once, before Ray: verl's part (keys it does not define, values medplay needs),
-    # then the `medplay:` section.
-    settings = settings_from_trainer_config(config, verl_problems(config))
-    # From the profile's shares of the (emulated) card, before the emulation rescales them to this GPU.
-    sizing = size_kv_caches(config)
-    emulation = emulate_card(config)
-    for line in (sizing, emulation):
-        if line is not None:
-            say(f"medplay: {line}")
-    if (sizing, emulation) != (None, None):
-        settings = settings_from_trainer_config(config)  # the judge's KV cache bytes and scaled share
+    # Everything derived from this machine (KV cache bytes, the emulated card, the judge's address, Ray's
+    # cluster), once: from here on the config is only read.
+    run = plan_run(overrides)
+    config, settings = run.config, run.settings
+    for line in run.plan.lines:
+        say(f"medplay: {line}")
     check_data(config.data)
-    check_judge(settings.judge)
     paths = run_paths(config, run_log_path(config))
     say(f"medplay: full log: {paths.log_file}" + ("" if verbose else " (`medplay train --verbose` streams it)"))
 
@@ -327,7 +333,7 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
                                 return "the judge's server had not answered yet"
                             return waits.waiting()
 
-                        run_verl(config, settings.stop_grace_s, paths.log_file, started, stuck)
+                        run_verl(config, settings.stop_grace_s, paths.log_file, started, stuck, run.plan.ray_cluster)
             except KeyboardInterrupt:
                 if not stopped_while:
                     raise

@@ -25,9 +25,11 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
-from omegaconf import DictConfig, open_dict
+from omegaconf import DictConfig
 
 from medical_team.cache_folder import cache_dir, judge_server_cache_environment
 from medical_team.console import say
@@ -132,6 +134,25 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def served_url(port: int) -> str:
+    """The OpenAI-compatible base URL of the judge's server on this loopback port."""
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def served_judge_address(judge: JudgeSettings) -> dict[str, Any]:
+    """For a judge served here (`vllm`), the run plan's `medplay.judge.url` and model folder; else nothing.
+
+    The port is chosen before Ray starts (serve.port, else a free one) so that every process reads one
+    address from the frozen config.
+    """
+    if not judge.kind.served_here:
+        return {}
+    return {
+        "medplay.judge.url": served_url(judge.serve.port or free_port()),
+        "medplay.judge.model": str(resolve_judge_model(judge.model or "")),
+    }
+
+
 def vllm_command(model: Path, port: int, serve: ServeSettings, *, on_cpu: bool) -> list[str]:
     """The vLLM OpenAI server's command line: the KV cache in bytes, and on a GPU the share vLLM checks is free."""
     command = [
@@ -226,7 +247,7 @@ class JudgeServer:
     ) -> None:
         self.command = command
         self.environment = dict(environment or {})  # set over this process's own for the server
-        self.url = f"http://127.0.0.1:{port}/v1"
+        self.url = served_url(port)
         self.log_file = log_file
         self.startup_timeout_s = startup_timeout_s
         self.supervision = supervision
@@ -428,7 +449,7 @@ class _JudgeFailed(KeyboardInterrupt):
 def serve_judge(
     config: DictConfig, judge: JudgeSettings, give_up: Callable[[JudgeServerError], None] | None = None
 ) -> Iterator[JudgeServer | None]:
-    """For the `vllm` backend: start the judge's server, point `medplay.judge.url` at it, stop it afterwards.
+    """For the `vllm` backend: start the judge's server at the run plan's `medplay.judge.url`, stop it afterwards.
 
     The server starts at the same time as Ray and the trainer's workers: this returns at once, daemon
     threads watch it (`JudgeServer.supervise`), and the agent loops wait for it only before their first
@@ -439,8 +460,10 @@ def serve_judge(
     if not judge.kind.served_here:
         yield None
         return
-    model = resolve_judge_model(judge.model or "")
-    port = judge.serve.port or free_port()
+    model = Path(judge.model or "")
+    port = urlsplit(judge.url or "").port
+    if port is None:
+        raise RuntimeError(f"medplay.judge.url {judge.url!r} names no port: the run plan sets it (run_plan.py)")
     server = JudgeServer(
         vllm_command(model, port, judge.serve, on_cpu=_on_cpu(config)),
         port,
@@ -475,9 +498,6 @@ def serve_judge(
         say(started_line(STAGE, f"vLLM for {model} on {server.url} (log: {server.log_file})"))
         server.launch()
         server.supervise(on_failure)
-        with open_dict(config):
-            config.medplay.judge.url = server.url
-            config.medplay.judge.model = str(model)
         yield server
     except KeyboardInterrupt:
         if server.failure is None:

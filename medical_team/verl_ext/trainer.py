@@ -32,6 +32,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from omegaconf import OmegaConf
 from transfer_queue import KVBatchMeta
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
@@ -99,9 +100,10 @@ class SelfPlayTrainer(PPOTrainerSync):
         """verl's sync trainer; `trainer.v1.trainer_mode` named this class, verl's code needs the mode it runs: sync.
 
         verl switches replay buffer, refill and resume behaviour on the literal mode "sync" and reads
-        `trainer.v1.<mode>` for that mode's settings, so the config says "sync" from here on.
+        `trainer.v1.<mode>` for that mode's settings, so verl's trainer gets a copy of the config that says
+        "sync" (the config handed in is left as it was bound).
         """
-        config.trainer.v1.trainer_mode = "sync"
+        config = OmegaConf.merge(config, {"trainer": {"v1": {"trainer_mode": "sync"}}})
         super().__init__(config)
         self.settings = settings_from_trainer_config(config)
         # the learning probe replaces the game's rewards, band included

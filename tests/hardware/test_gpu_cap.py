@@ -1,54 +1,61 @@
 """The GPU's memory at launch: `medplay.emulate_gpu_gib` (medical_team/hardware/gpu_cap.py) and both vLLM engines'
-KV caches in bytes from the memory plan (medical_team/verl_ext/kv_caches.py)."""
+KV caches in bytes from the memory plan (medical_team/verl_ext/kv_caches.py), as the run plan applies them."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from judge_folders import medgemma_folder
 
 from medical_team.cli.probe import compose_plan
 from medical_team.errors import UserInputError
-from medical_team.hardware.gpu_cap import FRACTION_ENV, cap_this_worker, emulate_card
-from medical_team.verl_ext.kv_caches import size_kv_caches
-from medical_team.verl_ext.launch import compose_config
+from medical_team.hardware.gpu_cap import FRACTION_ENV, cap_this_worker, card_emulation
+from medical_team.verl_ext.kv_caches import kv_cache_sizes
+from medical_team.verl_ext.launch import compose_config, plan_run
 from medical_team.verl_ext.served_judge import vllm_command
 from medical_team.verl_ext.settings import settings_from_trainer_config
 
 
-def test_the_48g_profile_on_an_80_gib_card_gets_its_shares_scaled_and_the_workers_cap():
-    config = compose_config(["profile=48g", "medplay.emulate_gpu_gib=48"])
-    rollout_share = config.actor_rollout_ref.rollout.gpu_memory_utilization
-    judge_share = config.medplay.judge.serve.gpu_memory_utilization
+@pytest.fixture
+def judge(tmp_path: Path) -> str:
+    """The override naming a MedGemma-shaped judge folder (the GPU profiles serve their judge)."""
+    return f"medplay.judge.model={medgemma_folder(tmp_path)}"
 
-    line = emulate_card(config, total_gib=80.0)
+
+def test_the_48g_profile_on_an_80_gib_card_gets_its_shares_scaled_and_the_workers_cap(judge):
+    composed = compose_config(["profile=48g", "medplay.emulate_gpu_gib=48"])
+    rollout_share = composed.actor_rollout_ref.rollout.gpu_memory_utilization
+    judge_share = composed.medplay.judge.serve.gpu_memory_utilization
+
+    run = plan_run(["profile=48g", "medplay.emulate_gpu_gib=48", judge], total_gib=80.0)
+    config, (line,) = run.config, [line for line in run.plan.lines if "emulating" in line]
 
     assert config.actor_rollout_ref.rollout.gpu_memory_utilization == pytest.approx(rollout_share * 0.6, abs=1e-4)
     assert config.medplay.judge.serve.gpu_memory_utilization == pytest.approx(judge_share * 0.6, abs=1e-4)
     assert config.ray_kwargs.ray_init.runtime_env.env_vars[FRACTION_ENV] == "0.600000"
-    assert line is not None and "48 GiB card" in line and "0.600" in line
+    assert "48 GiB card" in line and "0.600" in line
     # The judge's server reads its share from the settings, which see the scaled value.
-    assert settings_from_trainer_config(config).judge.serve.gpu_memory_utilization == pytest.approx(
+    assert run.settings.judge.serve.gpu_memory_utilization == pytest.approx(
         judge_share * 0.6, abs=1e-4
     )
 
 
 def test_without_the_setting_nothing_changes():
     config = compose_config(["profile=48g"])
-    assert emulate_card(config, total_gib=80.0) is None
-    assert FRACTION_ENV not in config.ray_kwargs.ray_init.runtime_env.env_vars
+    assert card_emulation(config, total_gib=80.0) == ({}, None)
 
 
 def test_on_the_cpu_the_setting_is_a_noted_no_op():
-    config = compose_config(["profile=cpu-smoke", "medplay.emulate_gpu_gib=24"])
-    assert "no effect on the CPU" in emulate_card(config, total_gib=None)
-    assert FRACTION_ENV not in config.ray_kwargs.ray_init.runtime_env.env_vars
+    run = plan_run(["profile=cpu-smoke", "medplay.emulate_gpu_gib=24"])
+    assert any("no effect on the CPU" in line for line in run.plan.lines)
+    assert FRACTION_ENV not in run.config.ray_kwargs.ray_init.runtime_env.env_vars
 
 
 def test_a_cap_not_smaller_than_the_card_is_refused():
     config = compose_config(["profile=80g", "medplay.emulate_gpu_gib=96"])
     with pytest.raises(UserInputError, match="medplay.emulate_gpu_gib.*not smaller than this GPU's 79.2 GiB"):
-        emulate_card(config, total_gib=79.2)
+        card_emulation(config, total_gib=79.2)
 
 
 def test_a_bad_value_is_named_before_ray():
@@ -64,15 +71,14 @@ def test_outside_a_gpu_worker_the_cap_is_not_applied(monkeypatch):
     assert cap_this_worker() is None
 
 
-def test_both_engines_get_the_plans_kv_bytes_for_the_emulated_card_and_keep_them_when_shares_are_scaled():
+def test_both_engines_get_the_plans_kv_bytes_for_the_emulated_card_and_keep_them_when_shares_are_scaled(judge):
     # As `medplay train profile=80g medplay.emulate_gpu_gib=79` on the H200 (140.4 GiB): size, then emulate.
-    config = compose_config(["profile=80g", "medplay.emulate_gpu_gib=79"])
-    line = size_kv_caches(config, total_gib=140.4)
-    emulate_card(config, total_gib=140.4)
+    run = plan_run(["profile=80g", "medplay.emulate_gpu_gib=79", judge], total_gib=140.4)
+    line = run.plan.lines[0]
 
-    planned = compose_plan("80g", ["medplay.emulate_gpu_gib=79"], 140.4).kv_cache
-    rollout_bytes = config.actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes
-    judge = settings_from_trainer_config(config).judge.serve
+    planned = compose_plan("80g", ["medplay.emulate_gpu_gib=79", judge], 140.4).kv_cache
+    rollout_bytes = run.config.actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes
+    judge = run.settings.judge.serve
     assert rollout_bytes == planned["rollout"]["kv_cache_bytes"]
     assert judge.kv_cache_memory_bytes == planned["judge"]["kv_cache_bytes"]
     assert line == (
@@ -85,14 +91,13 @@ def test_both_engines_get_the_plans_kv_bytes_for_the_emulated_card_and_keep_them
     assert command[command.index("--gpu-memory-utilization") + 1] == str(round(0.2 * 79 / 140.4, 4))
 
 
-def test_a_kv_cache_given_in_bytes_is_kept_and_the_cpu_is_left_alone():
-    config = compose_config(["profile=48g", "medplay.judge.serve.kv_cache_memory_bytes=2147483648"])
-    size_kv_caches(config, total_gib=44.4)
+def test_a_kv_cache_given_in_bytes_is_kept_and_the_cpu_is_left_alone(judge):
+    config = plan_run(["profile=48g", "medplay.judge.serve.kv_cache_memory_bytes=2147483648", judge], total_gib=44.4).config
     assert config.medplay.judge.serve.kv_cache_memory_bytes == 2**31
     rollout_bytes = config.actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes
-    assert rollout_bytes == compose_plan("48g", [], 44.4).kv_cache["rollout"]["kv_cache_bytes"]
+    assert rollout_bytes == compose_plan("48g", [judge], 44.4).kv_cache["rollout"]["kv_cache_bytes"]
     smoke = compose_config(["profile=cpu-smoke", "medplay.judge.backend=vllm"])
-    assert size_kv_caches(smoke, total_gib=None) is None
+    assert kv_cache_sizes(smoke, total_gib=None) == ({}, None)
     assert smoke.actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes == 256 * 2**20
     assert smoke.medplay.judge.serve.kv_cache_memory_bytes == 64 * 2**20
 
@@ -100,4 +105,4 @@ def test_a_kv_cache_given_in_bytes_is_kept_and_the_cpu_is_left_alone():
 def test_a_share_that_leaves_an_engine_no_kv_cache_stops_the_run_before_ray():
     config = compose_config(["profile=80g", "medplay.judge.serve.gpu_memory_utilization=0.1"])
     with pytest.raises(UserInputError, match=r"the judge vLLM share \(0.1 x 79.2 GiB\) .* raise medplay.judge.serve"):
-        size_kv_caches(config, total_gib=79.2)
+        kv_cache_sizes(config, total_gib=79.2)

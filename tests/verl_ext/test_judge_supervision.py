@@ -19,6 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from judge_folders import served_judge_run
 
 from medical_team.verl_ext import served_judge
 from medical_team.verl_ext.judge_waits import OVER, WAIT_MARK, JudgeWaitRelay, JudgeWaits
@@ -142,28 +143,11 @@ def test_the_product_finds_a_silent_server_within_60_s() -> None:
     assert watch.health_failures * (watch.health_every_s + watch.health_timeout_s) <= 45
 
 
-def _served_config(tmp_path: Path):
-    """cpu-smoke with the `vllm` judge whose model folder exists (the command is replaced by the tests below)."""
-    from medical_team.verl_ext.launch import compose_config
-    from medical_team.verl_ext.settings import settings_from_trainer_config
-
-    (tmp_path / "judge-model").mkdir()
-    (tmp_path / "judge-model" / "config.json").write_text("{}")
-    config = compose_config(
-        [
-            "medplay.judge.backend=vllm",
-            f"medplay.judge.model={tmp_path / 'judge-model'}",
-            f"medplay.output_dir={tmp_path}",
-        ]
-    )
-    return config, settings_from_trainer_config(config).judge
-
-
 def test_a_launcher_that_ignores_the_interrupt_is_ended_by_the_deadline(tmp_path, monkeypatch):
     """The main thread swallows the interrupt (as a blocking call might): `give_up` runs GIVE_UP_AFTER_S later."""
     command = [sys.executable, FAKE, "exit", "0", NOSUCH]
     monkeypatch.setattr(served_judge, "vllm_command", lambda *args, **kwargs: command)
-    config, settings = _served_config(tmp_path)
+    config, settings = served_judge_run(tmp_path)
     given_up: list[BaseException] = []
     done = threading.Event()
 

@@ -20,6 +20,7 @@ import psutil
 import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from judge_folders import medgemma_folder, served_judge_run
 
 from medical_team.cli import main
 from medical_team.data.medec import VALIDATION_CSV, bundled_csv, load_medec
@@ -227,23 +228,6 @@ def test_judge_record_says_which_backend_judged(tmp_path: Path) -> None:
     assert record["judge/backend"] == "rules" and record["judged_by_model"] is False and "warning" in record
 
 
-def _served_config(tmp_path: Path):
-    """cpu-smoke with the `vllm` judge whose model folder exists (the command is replaced by the tests below)."""
-    from medical_team.verl_ext.launch import compose_config
-    from medical_team.verl_ext.settings import settings_from_trainer_config
-
-    (tmp_path / "judge-model").mkdir()
-    (tmp_path / "judge-model" / "config.json").write_text("{}")
-    config = compose_config(
-        [
-            "medplay.judge.backend=vllm",
-            f"medplay.judge.model={tmp_path / 'judge-model'}",
-            f"medplay.output_dir={tmp_path}",
-        ]
-    )
-    return config, settings_from_trainer_config(config).judge
-
-
 def test_the_judges_server_starts_beside_the_trainer_and_is_awaited_at_the_first_call(tmp_path, monkeypatch, capsys):
     from medical_team.verl_ext import served_judge
 
@@ -253,7 +237,7 @@ def test_the_judges_server_starts_beside_the_trainer_and_is_awaited_at_the_first
     slow = f"import runpy, sys, time; time.sleep(3); sys.argv = ['http.server', '{port}', '--bind', '127.0.0.1', '--directory', '{tmp_path}']; runpy.run_module('http.server', run_name='__main__')"
     monkeypatch.setattr(served_judge, "vllm_command", lambda *args, **kwargs: [sys.executable, "-c", slow])
     monkeypatch.setattr(served_judge, "free_port", lambda: port)
-    config, settings = _served_config(tmp_path)
+    config, settings = served_judge_run(tmp_path)
     started = time.monotonic()
     with served_judge.serve_judge(config, settings) as server:
         assert time.monotonic() - started < 2  # not waited for: Ray and the workers start meanwhile
@@ -272,35 +256,22 @@ def test_a_judge_server_that_dies_while_the_trainer_starts_ends_the_run(tmp_path
 
     dying = "import sys, time; time.sleep(1); print('CUDA out of memory'); sys.exit(3)"
     monkeypatch.setattr(served_judge, "vllm_command", lambda *args, **kwargs: [sys.executable, "-c", dying])
-    config, settings = _served_config(tmp_path)
+    config, settings = served_judge_run(tmp_path)
     expected = r"^judge start-up: the judge's vLLM server logged a fatal line: CUDA out of memory; .*its log: "
     with pytest.raises(JudgeServerError, match=expected), served_judge.serve_judge(config, settings):
         for _ in range(300):  # the trainer starting (Ray, workers) in the launcher's main thread
             time.sleep(0.1)
 
 
-# MedGemma 4B's config.json, as far as the memory plan reads it.
-MEDGEMMA_CONFIG = {
-    "text_config": {"vocab_size": 262208, "hidden_size": 2560, "intermediate_size": 10240, "num_hidden_layers": 34,
-                    "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256},
-    "vision_config": {"hidden_size": 1152, "intermediate_size": 4304, "num_hidden_layers": 27},
-}  # fmt: skip
 
 
 def test_on_a_gpu_the_judge_server_starts_with_the_plans_kv_bytes_and_its_own_compile_caches(tmp_path, monkeypatch):
     from medical_team.cli.probe import compose_plan
     from medical_team.verl_ext import served_judge
-    from medical_team.verl_ext.kv_caches import size_kv_caches
-    from medical_team.verl_ext.launch import compose_config
-    from medical_team.verl_ext.settings import settings_from_trainer_config
+    from medical_team.verl_ext.launch import plan_run
 
-    model = tmp_path / "medgemma-4b-it"
-    model.mkdir()
-    (model / "config.json").write_text(json.dumps(MEDGEMMA_CONFIG))
+    model = medgemma_folder(tmp_path)
     overrides = [f"medplay.judge.model={model}", f"medplay.output_dir={tmp_path}", f"medplay.cache_dir={tmp_path}/c"]
-    config = compose_config(["profile=80g", *overrides])
-    size_kv_caches(config, total_gib=79.2)  # what `medplay train` does before Ray
-    settings = settings_from_trainer_config(config).judge
     # The server's process: the command line it was given, its cache variables, then an answering /v1/models.
     port, commands = _free_port(), []
     (tmp_path / "v1").mkdir()
@@ -317,7 +288,9 @@ def test_on_a_gpu_the_judge_server_starts_with_the_plans_kv_bytes_and_its_own_co
 
     monkeypatch.setattr(served_judge, "vllm_command", command)
     monkeypatch.setattr(served_judge, "free_port", lambda: port)
-    with served_judge.serve_judge(config, settings) as server:
+    run = plan_run(["profile=80g", *overrides], total_gib=79.2)  # what `medplay train` does before Ray
+    config = run.config
+    with served_judge.serve_judge(config, run.settings.judge) as server:
         served_judge.wait_until_served(server.url, timeout_s=60)
         log = server.log_file.read_text()
 

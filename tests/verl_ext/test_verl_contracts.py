@@ -311,11 +311,12 @@ def test_medplay_sync_runs_verls_sync_mode(v1_config: DictConfig) -> None:
     """verl picks the class by `trainer_mode`, then switches its replay buffer and refill on the literal "sync"."""
     from verl.trainer.ppo.v1 import get_trainer_cls
 
-    built = SelfPlayTrainer(v1_config.copy())
+    built = SelfPlayTrainer(v1_config)
 
     assert get_trainer_cls(TRAINER_NAME) is SelfPlayTrainer
     assert built.trainer_mode == "sync" and type(built.replay_buffer) is ReplayBuffer
     assert built.parameter_sync_step == 1
+    assert v1_config.trainer.v1.trainer_mode == TRAINER_NAME  # the config handed in is left as it was bound
 
 
 def test_the_manager_starts_medplays_workers(v1_config: DictConfig, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,67 @@
+"""The run plan (medical_team/verl_ext/run_plan.py): derived once before Ray, applied to a copy, then only read."""
+
+from __future__ import annotations
+
+import pickle
+import re
+from pathlib import Path
+
+import pytest
+from judge_folders import served_judge_run
+from omegaconf import OmegaConf
+from omegaconf.errors import ReadonlyConfigError
+
+import medical_team
+from medical_team.verl_ext.launch import compose_config, plan_run
+from medical_team.verl_ext.run_plan import derive_run_plan, planned_config, ray_cluster
+from medical_team.verl_ext.settings import settings_from_trainer_config
+
+PACKAGE = Path(medical_team.__file__).resolve().parent
+# Where a config may still be written: composing it (launch.compose_config) and applying the plan.
+WRITERS = {"verl_ext/launch.py", "verl_ext/run_plan.py"}
+
+
+def test_the_planned_medplay_section_is_read_only_here_and_in_every_worker(tmp_path: Path) -> None:
+    config, _ = served_judge_run(tmp_path)
+    with pytest.raises(ReadonlyConfigError):
+        config.medplay.judge.url = "http://elsewhere/v1"
+    shipped = pickle.loads(pickle.dumps(config))  # as Ray hands it to verl's workers
+    with pytest.raises(ReadonlyConfigError):
+        shipped.medplay.judge.model = "/other"
+    shipped.trainer.total_training_steps = 2  # verl's own sections stay verl's to change
+
+
+def test_deriving_the_plan_leaves_the_composed_config_as_it_was() -> None:
+    composed = compose_config(["medplay.judge.backend=rules"])
+    before = OmegaConf.to_yaml(composed)
+    plan = derive_run_plan(composed, settings_from_trainer_config(composed).judge)
+    planned = planned_config(composed, plan)
+    assert OmegaConf.to_yaml(composed) == before
+    assert planned.ray_kwargs.ray_init.address == "local" and plan.ray_cluster == "a new local cluster"
+
+
+def test_the_served_judges_address_is_fixed_before_anything_starts(tmp_path: Path) -> None:
+    config, judge = served_judge_run(tmp_path, "medplay.judge.serve.port=8123")
+    assert config.medplay.judge.url == judge.url == "http://127.0.0.1:8123/v1"
+    assert judge.model == str((tmp_path / "judge-model").resolve())
+    free = plan_run([f"medplay.output_dir={tmp_path}", "medplay.judge.backend=vllm",
+                     f"medplay.judge.model={tmp_path / 'judge-model'}"]).settings.judge  # fmt: skip
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", free.url)
+
+
+def test_a_joined_cluster_gets_no_resources_and_a_new_one_is_private() -> None:
+    assert ray_cluster({"RAY_ADDRESS": "10.0.0.2:6379"}) == (
+        {"ray_kwargs.ray_init.num_cpus": None, "ray_kwargs.ray_init.num_gpus": None},
+        "10.0.0.2:6379",
+    )
+    assert ray_cluster({}) == ({"ray_kwargs.ray_init.address": "local"}, "a new local cluster")
+
+
+def test_no_module_but_composing_and_planning_writes_to_a_config() -> None:
+    writes = re.compile(r"open_dict\(|OmegaConf\.update\(")
+    found = {
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if writes.search(path.read_text(encoding="utf-8"))
+    }
+    assert found <= WRITERS, found - WRITERS
