@@ -27,8 +27,8 @@ from typing import Any, Self
 import psutil
 from bench_runs import PHASES, summarise_metrics
 
+from medical_team.launcher.served_judge import LOG_NAME as JUDGE_LOG_NAME
 from medical_team.metrics_records import read_step_records
-from medical_team.verl_ext.served_judge import LOG_NAME as JUDGE_LOG_NAME
 
 # A bigger log is cut to its end: the device tool brings back files of limited size.
 MAX_LOG_BYTES = 15_000_000
@@ -41,7 +41,7 @@ STOCK_OVERRIDES = (
     "algorithm.adv_estimator=grpo",
     "trainer.v1.trainer_mode=sync",
 )
-# The console's startup stage lines (medical_team/verl_ext/startup.py): `medplay: <stage>: ready after N s`, and
+# The console's startup stage lines (medical_team/launcher/startup.py): `medplay: <stage>: ready after N s`, and
 # the trainer's whole start: `medplay: verl's trainer ready after N s`.
 # The ends of the judge server's log and of the rollout engine's lines in the full log (verl's vLLM server actor
 # and its engine core).

@@ -8,7 +8,7 @@ scripts, YAML, the Makefile, the Dockerfile and the requirement files). A citati
   `medical_team/...`, `tests/...`): it must exist. A glob (`configs/profile/*.yaml`) must match a
   file, braces (`{a,b}`) are expanded, and a placeholder segment (`<profile>`, `NAME`, `...`) only
   asks that the folder before it exists;
-- a Python path from a folder of the package (`verl_ext/launch.py`, `game/cot.py`): some file of
+- a Python path from a folder of the package (`launcher/launch.py`, `game/cot.py`): some file of
   the repo ends with it;
 - a bare Markdown name (`game.md`): a file of that name is in the repo, or the product writes a
   page of that name (a string constant of the package, such as `eval.md`);
@@ -262,7 +262,7 @@ def small_repo(tmp_path: Path) -> Path:
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "game.md").write_text("# The game\n\n## Metrics\n\nSee [rewards](#metrics).\n")
     (tmp_path / "medical_team" / "game").mkdir(parents=True)
-    (tmp_path / "medical_team" / "verl_ext").mkdir()
+    (tmp_path / "medical_team" / "launcher").mkdir()
     (tmp_path / "medical_team" / "game" / "cot.py").write_text('"""The format of docs/game.md ("Metrics")."""\n')
     (tmp_path / "README.md").write_text(
         "Read `docs/game.md`, [the metrics](docs/game.md#metrics), `game/cot.py` and `game.md`;\n"
@@ -286,7 +286,7 @@ def test_a_tree_whose_citations_resolve_passes(small_repo: Path) -> None:
         ("README.md", "Profiles: configs/profile/*.yaml.\n", "configs/profile/*.yaml"),
         ("medical_team/game/cot.py", '"""Tags as GAME.md writes them."""\n', "GAME.md"),
         ("medical_team/game/cot.py", "x = 1  # see tests/game/test_cot.py\n", "tests/game/test_cot.py"),
-        ("medical_team/game/cot.py", '"""Called by verl_ext/launch.py."""\n', "verl_ext/launch.py"),
+        ("medical_team/game/cot.py", '"""Called by launcher/launch.py."""\n', "launcher/launch.py"),
         ("configs/medplay.yaml", "# KL coefficient: docs/tuning.md\n", "docs/tuning.md"),
     ],
 )

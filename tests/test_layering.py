@@ -1,11 +1,13 @@
-"""The package's layers: hardware -> data -> game -> judge -> models -> verl_ext -> evaluate -> cli, each importing only
-layers before it.
+"""The package's layers: hardware -> data -> game -> judge -> models -> verl_ext -> launcher -> evaluate -> cli, each
+importing only layers before it.
 
 Every `import` statement is read from the source (those inside functions too), so a lazy import
 that runs back up a layer is caught without running it. `evaluate` stands beside `verl_ext`, not on
 it: it reads checkpoints through `medical_team.checkpoint_folder`. The top-level modules (vocab,
 errors, console, stack, checkpoint_folder, judge_kinds, ...) sit below every layer; `hardware` (probe, memory plan,
-card emulation) is the lowest layer, `models` (real and tiny models prepared offline) sits below verl_ext. No module
+card emulation) is the lowest layer, `models` (real and tiny models prepared offline) sits below verl_ext. `verl_ext`
+holds what verl loads in its Ray workers; `launcher` (the `medplay train` process around them) sits above it, so no
+in-worker plugin imports launcher code. No module
 takes part in an import cycle. `data`, `game` and `judge`
 import no verl, Ray or vLLM, checked also by importing all their modules in a fresh interpreter.
 """
@@ -22,10 +24,10 @@ import pytest
 import medical_team
 
 PACKAGE = Path(medical_team.__file__).resolve().parent
-LAYERS = ("hardware", "data", "game", "judge", "models", "verl_ext", "evaluate", "cli")
+LAYERS = ("hardware", "data", "game", "judge", "models", "verl_ext", "launcher", "evaluate", "cli")
 # Layer -> the medplay layers it may import (top-level modules are open to all).
 ALLOWED = {layer: set(LAYERS[:index]) for index, layer in enumerate(LAYERS)}
-ALLOWED["evaluate"] -= {"verl_ext"}
+ALLOWED["evaluate"] -= {"verl_ext", "launcher"}
 FRAMEWORK_FREE = ("data", "game", "judge")
 FRAMEWORKS = {"verl", "ray", "vllm"}
 
@@ -104,7 +106,7 @@ def test_framework_free_layers_pull_in_no_framework_when_imported() -> None:
         "import importlib, sys\n"
         f"for name in {modules!r}: importlib.import_module(name)\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in {'verl', 'ray', 'vllm'} "
-        "or m.startswith(('medical_team.verl_ext', 'medical_team.evaluate', 'medical_team.cli'))))"
+        "or m.startswith(('medical_team.verl_ext', 'medical_team.launcher', 'medical_team.evaluate', 'medical_team.cli'))))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -34,7 +34,7 @@ def run_get(args: argparse.Namespace) -> int:
     """Compose the config for the overrides (profile from the probe, as `medplay train`) and print each key's value."""
     from omegaconf import OmegaConf
 
-    from medical_team.verl_ext.launch import compose_config
+    from medical_team.launcher.launch import compose_config
 
     keys = [arg for arg in args.arguments if not is_override(arg)]
     overrides = [arg for arg in args.arguments if is_override(arg)]

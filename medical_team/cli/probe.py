@@ -88,7 +88,7 @@ def compose_plan(profile: str, overrides: list[str], vram_gib: float) -> MemoryP
     from omegaconf import OmegaConf
 
     from medical_team.hardware.memory_plan import memory_plan, plan_inputs
-    from medical_team.verl_ext.launch import compose_config
+    from medical_team.launcher.launch import compose_config
 
     others = [item for item in overrides if item.split("=", 1)[0].lstrip("+") != "profile"]
     config = compose_config([f"profile={profile}", *others])

@@ -23,7 +23,7 @@ SUMMARY_DIGITS = 4  # significant digits of the losses shown
 
 def run(args: argparse.Namespace) -> int:
     """Fine-tune, then print the loss per step and where the model folder is."""
-    from medical_team.verl_ext.sft import sft
+    from medical_team.launcher.sft import sft
 
     paths = sft(with_profile(list(args.overrides), probe_report_path(args)))
     print_step_lines("sft", paths.metrics_file, SUMMARY_METRICS, SUMMARY_DIGITS)

@@ -107,8 +107,8 @@ def run(args: argparse.Namespace) -> int:
     memory, the line names the phase, verl's memory figures and the knobs; out of host RAM, what to lower; the
     exit status of both is 4. The exit statuses: docs/troubleshooting.md, "Exit statuses of medplay train".
     """
-    from medical_team.verl_ext.launch import train
-    from medical_team.verl_ext.run_errors import end_run, failure_report
+    from medical_team.launcher.launch import train
+    from medical_team.launcher.run_errors import end_run, failure_report
 
     report = probe_report_path(args)
     overrides = with_profile(list(args.overrides), report)

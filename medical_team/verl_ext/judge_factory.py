@@ -12,8 +12,8 @@ from medical_team.judge.backends import build_judge
 from medical_team.judge.gold import build_gold, medec_seeds
 from medical_team.judge.gold_probe import GoldProbes
 from medical_team.judge.settings import JudgeSettings
+from medical_team.verl_ext.judge_server_ready import wait_until_served
 from medical_team.verl_ext.judge_waits import JudgeWaits
-from medical_team.verl_ext.served_judge import wait_until_served
 
 
 class WatchedJudge:

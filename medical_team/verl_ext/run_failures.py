@@ -1,4 +1,5 @@
-"""What ends a run, named once for the launcher's reports (run_errors, out_of_memory, served_judge) and the trainer."""
+"""What ends a run, named once for the trainer and the launcher's reports (launcher/run_errors.py, out_of_memory.py,
+served_judge.py)."""
 
 from __future__ import annotations
 
@@ -15,3 +16,17 @@ class JudgeServerError(RuntimeError):
         super().__init__(message)
         self.phase = phase
         self.exit_status = JUDGE_FAILED_EXIT
+
+
+class AllTiesError(RuntimeError):
+    """Every game of a step was a dropped tie: verl has no sample to train on and stops the run."""
+
+
+def all_ties_message(step: int, games: int, parse_errors: int) -> str:
+    """What to tell the user when a step's games were all ties."""
+    return (
+        f"step {step}: all {games} games were ties the judge could not decide ({parse_errors} unparseable judge "
+        "answers) and medplay.rewards.remove_ties dropped their samples, so there was nothing to train on; "
+        "use a judge that answers in its format, more games per step (data.train_batch_size), or "
+        "medplay.rewards.remove_ties=false"
+    )

@@ -52,8 +52,7 @@ from medical_team.verl_ext.reliability.graceful_stop import end_after_this_step,
 from medical_team.verl_ext.reliability.guards import NonFiniteGuard
 from medical_team.verl_ext.reliability.metrics_file import use_appending_file_logger
 from medical_team.verl_ext.roles import role_of_key
-from medical_team.verl_ext.run_errors import AllTiesError, all_ties_message
-from medical_team.verl_ext.run_failures import NO_TRAJECTORIES
+from medical_team.verl_ext.run_failures import NO_TRAJECTORIES, AllTiesError, all_ties_message
 from medical_team.verl_ext.settings import settings_from_trainer_config
 from medical_team.verl_ext.step_games import StepGame
 from medical_team.vocab import Role

@@ -158,7 +158,7 @@ def test_arch_support_follows_cuda_binary_compatibility(capability, archs, expec
 
 
 def test_profiles_match_the_shipped_configs():
-    from medical_team.verl_ext.launch import available_profiles
+    from medical_team.launcher.launch import available_profiles
 
     assert sorted(PROFILES) == available_profiles()
     assert profile_for_vram(None) == "cpu-smoke"

@@ -34,7 +34,7 @@ from medical_team.hardware.memory_plan import (
     training_activations_gib,
 )
 from medical_team.hardware.probe import PROFILES, assess
-from medical_team.verl_ext.launch import compose_config
+from medical_team.launcher.launch import compose_config
 
 GPU_PROFILES = ["24g", "48g", "80g", "96g", "141g"]
 # Run 2's command line (run2-rules-judge/train.log): profile 80g as shipped at dd73a78 plus these overrides.

@@ -20,12 +20,12 @@ from pathlib import Path
 import pytest
 from cpu_smoke import TRAIN_TIMEOUT_S, convert, train_command
 
+from medical_team.launcher.served_judge import LOG_NAME, MODEL_KNOB, START_UP, free_port
 from medical_team.verl_ext.judge_waits import WAIT_MARK
 from medical_team.verl_ext.run_failures import JUDGE_FAILED_EXIT
-from medical_team.verl_ext.served_judge import LOG_NAME, MODEL_KNOB, START_UP, free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
-FAKE = str(Path(__file__).parents[1] / "verl_ext" / "fake_judge_server.py")
+FAKE = str(Path(__file__).parents[1] / "launcher" / "fake_judge_server.py")
 
 
 def test_a_judge_server_that_cannot_load_its_model_ends_the_run_within_10_s(tmp_path: Path) -> None:

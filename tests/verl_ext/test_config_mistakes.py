@@ -12,9 +12,9 @@ import pytest
 
 from medical_team.cli import main
 from medical_team.errors import UserInputError
-from medical_team.verl_ext.launch import available_profiles, compose_config, compose_raw
+from medical_team.launcher.launch import available_profiles, compose_config, compose_raw
+from medical_team.launcher.verl_keys import unknown_verl_keys, verl_base_config, verl_problems
 from medical_team.verl_ext.settings import settings_from_trainer_config
-from medical_team.verl_ext.verl_keys import unknown_verl_keys, verl_base_config, verl_problems
 
 VERL_BASE = verl_base_config()
 

@@ -8,8 +8,8 @@ from verl.trainer.ppo.utils import need_critic, need_reference_policy
 from verl.utils.config import validate_config
 
 from medical_team.errors import UserInputError
+from medical_team.launcher.launch import available_profiles, compose_config, runtime_env_vars
 from medical_team.verl_ext.cpu.patches import patch_vllm_version_lookup
-from medical_team.verl_ext.launch import available_profiles, compose_config, runtime_env_vars
 from medical_team.verl_ext.settings import TrainingMode, settings_from_trainer_config
 
 GPU_PROFILES = ["141g", "24g", "48g", "80g", "96g"]

@@ -133,3 +133,18 @@ def test_an_agent_loop_worker_binds_its_config_once(medplay_section) -> None:
     assert bound_settings(config) is first  # one bind per worker, not one per game
     other = OmegaConf.create({"medplay": medplay_section})
     assert bound_settings(other) is not first and bound_settings(other) == first
+
+
+def test_serve_settings_are_validated_with_unknown_keys_named(medplay_section) -> None:
+    judge = medplay_section["judge"]
+    judge.update(backend="vllm", model="/m", serve={**judge["serve"], "gpu_memory_utilization": 1.5, "gpus": 1})
+    with pytest.raises(UserInputError) as caught:
+        selfplay_settings(medplay_section)
+    assert "medplay.judge.serve.gpu_memory_utilization: 1.5 must be a number in (0, 1)" in str(caught.value)
+    assert "medplay.judge.serve.gpus: unknown key" in str(caught.value)
+
+
+def test_vllm_backend_needs_a_model(medplay_section) -> None:
+    medplay_section["judge"].update(backend="vllm", model=None)
+    with pytest.raises(UserInputError, match="medplay.judge.model: required when judge.backend is vllm"):
+        selfplay_settings(medplay_section)

@@ -449,7 +449,7 @@ def test_run_verl_calls_what_verls_main_calls() -> None:
     """`launch.run_verl` is `main_ppo.main`'s body: it calls every function verl's `main` calls."""
     from verl.trainer import main_ppo
 
-    from medical_team.verl_ext.launch import run_verl
+    from medical_team.launcher.launch import run_verl
 
     assert _called_names(main_ppo.main) - {"warning"} <= _called_names(run_verl)
 

@@ -12,24 +12,7 @@ from medical_team.judge.gold_probe import JudgeGoldFloorError
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.verl_ext.reliability.graceful_stop import StoppedWhileWaitingError
 from medical_team.verl_ext.reliability.guards import NonFiniteTrainingError
-from medical_team.verl_ext.run_failures import JudgeServerError
-
-# verl's sync replay buffer when every game of a step left no sample (replay_buffer.py, `sample`).
-
-
-class AllTiesError(RuntimeError):
-    """Every game of a step was a dropped tie: verl has no sample to train on and stops the run."""
-
-
-def all_ties_message(step: int, games: int, parse_errors: int) -> str:
-    """What to tell the user when a step's games were all ties."""
-    return (
-        f"step {step}: all {games} games were ties the judge could not decide ({parse_errors} unparseable judge "
-        "answers) and medplay.rewards.remove_ties dropped their samples, so there was nothing to train on; "
-        "use a judge that answers in its format, more games per step (data.train_batch_size), or "
-        "medplay.rewards.remove_ties=false"
-    )
-
+from medical_team.verl_ext.run_failures import AllTiesError, JudgeServerError
 
 # Raised in a Ray actor (agent-loop worker or trainer) or the launcher to end the run with a message for the user.
 RUN_STOPPING_ERRORS: tuple[type[BaseException], ...] = (
@@ -71,7 +54,7 @@ def failure_report(error: BaseException) -> tuple[str, int]:
     Out of memory: the phase, figures and knobs, status 4; a run-stopping error: its own status (1 unless it
     names one: the served judge 4 or 5, a stop while games waited on the judge 143); anything else: 1.
     """
-    from medical_team.verl_ext.out_of_memory import RunOutOfMemoryError
+    from medical_team.launcher.out_of_memory import RunOutOfMemoryError
     from medical_team.verl_ext.run_failures import OUT_OF_MEMORY_EXIT
 
     if isinstance(error, RunOutOfMemoryError):

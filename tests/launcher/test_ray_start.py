@@ -13,8 +13,8 @@ import pytest
 import ray
 from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
 
-from medical_team.verl_ext.launch import compose_config
-from medical_team.verl_ext.ray_start import prepare_driver_environment, ray_init_kwargs
+from medical_team.launcher.launch import compose_config
+from medical_team.launcher.ray_start import prepare_driver_environment, ray_init_kwargs
 
 # What run_ppo may export in the driver before ray.init.
 DRIVER_VARIABLES = ("VERL_FULL_DETERMINISM", "VLLM_BATCH_INVARIANT", "PYTHONHASHSEED", "VERL_RL_INSIGHT_ENABLE")

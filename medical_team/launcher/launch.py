@@ -17,7 +17,7 @@ from medical_team.console import output_to_log, say
 from medical_team.errors import UserInputError
 
 if TYPE_CHECKING:
-    from medical_team.verl_ext.run_plan import RunPlan
+    from medical_team.launcher.run_plan import RunPlan
     from medical_team.verl_ext.settings import SelfPlaySettings
 
 CONFIG_MODULE = "medical_team.configs"
@@ -206,10 +206,10 @@ def plan_run(overrides: Sequence[str], total_gib: float | None = None) -> Planne
     Every problem of the config at once: verl's part (keys it does not define, values medplay needs), then
     the `medplay:` section. `total_gib`: the card's memory (None: read through NVML on a GPU).
     """
-    from medical_team.verl_ext.judge_run import check_judge
-    from medical_team.verl_ext.run_plan import derive_run_plan, planned_config
+    from medical_team.launcher.judge_run import check_judge
+    from medical_team.launcher.run_plan import derive_run_plan, planned_config
+    from medical_team.launcher.verl_keys import verl_problems
     from medical_team.verl_ext.settings import settings_from_trainer_config
-    from medical_team.verl_ext.verl_keys import verl_problems
 
     config = compose_config(overrides)
     settings = settings_from_trainer_config(config, verl_problems(config))
@@ -246,7 +246,7 @@ def run_verl(
 ) -> None:
     """verl's `main_ppo.main` body for an already composed config: device, validation, Ray, task runner.
 
-    The console shows each startup stage as it begins and ends (medical_team/verl_ext/startup.py); the
+    The console shows each startup stage as it begins and ends (medical_team/launcher/startup.py); the
     trainer's readiness is counted from `run_started` (when `medplay train` began) when given. `stuck`
     tells the SIGTERM handler why the step in progress cannot end (reliability/graceful_stop.py); `ray_cluster`
     says which cluster Ray starts or joins (the run plan's, which set ray_kwargs.ray_init for it).
@@ -257,9 +257,9 @@ def run_verl(
     from verl.utils.config import validate_config
     from verl.utils.device import auto_set_device
 
-    from medical_team.verl_ext.ray_start import start_ray
+    from medical_team.launcher.ray_start import start_ray
+    from medical_team.launcher.startup import TrainerStages, stage
     from medical_team.verl_ext.reliability.graceful_stop import install_sigterm_handler
-    from medical_team.verl_ext.startup import TrainerStages, stage
 
     auto_set_device(config)
     validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
@@ -283,14 +283,14 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     The run's full output goes to a log file in the run folder (also to the terminal with `verbose`);
     the terminal gets the stages and one line per step.
     """
-    from medical_team.verl_ext.judge_run import record_judge
-    from medical_team.verl_ext.judge_waits import JudgeWaitRelay
-    from medical_team.verl_ext.out_of_memory import out_of_memory
-    from medical_team.verl_ext.progress import StepProgress
+    from medical_team.launcher.judge_run import record_judge
+    from medical_team.launcher.judge_wait_relay import JudgeWaitRelay
+    from medical_team.launcher.out_of_memory import out_of_memory
+    from medical_team.launcher.progress import StepProgress
+    from medical_team.launcher.run_errors import end_run, failure_report
+    from medical_team.launcher.served_judge import serve_judge
+    from medical_team.launcher.shm_cleanup import remove_orphaned_segments, shm_segments
     from medical_team.verl_ext.reliability.graceful_stop import StoppedWhileWaitingError, stopped_while
-    from medical_team.verl_ext.run_errors import end_run, failure_report
-    from medical_team.verl_ext.served_judge import serve_judge
-    from medical_team.verl_ext.shm_cleanup import remove_orphaned_segments, shm_segments
 
     started = time.monotonic()
     # Everything derived from this machine (KV cache bytes, the emulated card, the judge's address, Ray's

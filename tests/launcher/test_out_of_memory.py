@@ -1,4 +1,4 @@
-"""A CUDA out-of-memory turned into one message (medical_team/verl_ext/out_of_memory.py), and the verl names it reads."""
+"""A CUDA out-of-memory turned into one message (medical_team/launcher/out_of_memory.py), and the verl names it reads."""
 
 from __future__ import annotations
 
@@ -13,14 +13,8 @@ import torch
 from ray.exceptions import OutOfMemoryError as RayHostOutOfMemoryError
 from ray.exceptions import RayTaskError
 
-from medical_team.verl_ext.out_of_memory import (
-    INJECT_ENV,
-    KNOBS,
-    PHASE_METHODS,
-    inject_in_this_process,
-    out_of_memory,
-    phase_of,
-)
+from medical_team.launcher.out_of_memory import KNOBS, out_of_memory, phase_of
+from medical_team.verl_ext.oom_injection import INJECT_ENV, PHASE_METHODS, inject_in_this_process
 from medical_team.verl_ext.run_failures import OUT_OF_MEMORY_EXIT, JudgeServerError
 
 TORCH_MESSAGE = (

@@ -53,8 +53,8 @@ def derive_run_plan(config: DictConfig, judge: JudgeSettings, total_gib: float |
     those shares to this GPU: each derivation reads the composed config, none another's result.
     """
     from medical_team.hardware.gpu_cap import card_emulation
-    from medical_team.verl_ext.kv_caches import kv_cache_sizes
-    from medical_team.verl_ext.served_judge import served_judge_address
+    from medical_team.launcher.kv_caches import kv_cache_sizes
+    from medical_team.launcher.served_judge import served_judge_address
 
     changes: dict[str, Any] = {}
     lines = []

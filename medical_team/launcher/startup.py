@@ -4,7 +4,7 @@ The launcher times what it runs itself (Ray, the judge's server: `stage`). verl'
 inside a Ray actor whose output reaches only the run's log, so its stages are read back from that log
 (`TrainerStages`): verl's own INFO lines (verl/trainer/ppo/v1/trainer_base.py, `_setup`) mark where
 each stage ends, and the next one begins there. The lines matched are a contact with verl, listed in
-docs/verl-integration.md and checked against verl's source by tests/verl_ext/test_startup.py.
+docs/verl-integration.md and checked against verl's source by tests/launcher/test_startup.py.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from medical_team.appended_lines import AppendedLines, PollingThread
 from medical_team.console import say
-from medical_team.verl_ext.appended_lines import AppendedLines, PollingThread
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@
 `ray.init` replaces the process's SIGTERM handler (exit at once), and verl's `run_ppo` calls it only
 when Ray is not up yet. The launcher therefore starts Ray itself with the arguments `run_ppo` would
 pass, installs medplay's handler, and then calls `run_ppo`, which finds Ray running. The arguments
-mirror `verl.trainer.main_ppo.run_ppo` of verl 0.9.1; tests/verl_ext/test_ray_start.py runs verl's own
+mirror `verl.trainer.main_ppo.run_ppo` of verl 0.9.1; tests/launcher/test_ray_start.py runs verl's own
 `run_ppo` up to its `ray.init` call and checks that both agree, so a verl change is caught there.
 """
 

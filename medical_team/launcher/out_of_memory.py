@@ -4,37 +4,23 @@ torch raises `torch.OutOfMemoryError` in the process that ran out: an FSDP worke
 update_actor), verl's vLLM rollout server (rollout), or the judge's vLLM server (which then exits and
 leaves the error in its log). Ray carries a worker's error to the launcher inside `RayTaskError`s; the
 phase is the worker method in the remote traceback (verl's `ActorRolloutRefWorker` methods and the
-vLLM server's `generate`, a verl contact checked by tests/verl_ext/test_out_of_memory.py). The memory
+vLLM server's `generate`, a verl contact checked by tests/launcher/test_out_of_memory.py). The memory
 figures are the last ones verl logged in the run log ("memory allocated (GB): ..."), beside torch's own
 "Tried to allocate ..." line.
 
-`MEDPLAY_INJECT_OOM=<phase>[@N]` (tests only) makes the worker that runs that phase raise the real
-`torch.OutOfMemoryError` at its N-th call (`inject_in_this_process`, run when verl imports medplay's
-plugin; `judge_server`: the judge's server process raises it as it starts, served_judge.py).
+Tests make a phase run out of memory for real with `MEDPLAY_INJECT_OOM` (medical_team/verl_ext/oom_injection.py).
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
-import os
 import re
 from pathlib import Path
 
 from medical_team.errors import UserInputError
 from medical_team.metrics_records import read_step_records
+from medical_team.verl_ext.oom_injection import PHASE_METHODS
 from medical_team.verl_ext.run_failures import NO_TRAJECTORIES, JudgeServerError
 
-INJECT_ENV = "MEDPLAY_INJECT_OOM"
-INJECTED = "CUDA out of memory. Tried to allocate 9.27 GiB (injected by MEDPLAY_INJECT_OOM for a test)"
-
-# The worker method (as it appears in the remote traceback) that runs each phase, in the order a step runs them.
-PHASE_METHODS = {
-    "rollout": "generate",
-    "old_log_prob": "compute_log_prob",
-    "ref": "compute_ref_log_prob",
-    "update_actor": "update_actor",
-}
 JUDGE_SERVER = "judge_server"
 PHASES = (*PHASE_METHODS, JUDGE_SERVER)
 # What to turn, per phase (medplay's settings and verl's); `medplay probe --plan` sizes them for a card.
@@ -207,47 +193,3 @@ def _failed_rollouts(
     line = TORCH_OOM_TEXT.search(text, failed.end())
     detail = line.group(0).strip()[:400] if line else "torch.OutOfMemoryError in vLLMHttpServer.generate"
     return OutOfGpuMemoryError("rollout", detail, verl_memory_figures(log_file, metrics_file), checkpoint)
-
-
-def _raising(method, phase: str, on_call: int):
-    """`method` whose `on_call`-th call in this process raises torch's out-of-memory error (attributes kept by `wraps`)."""
-    import torch
-
-    calls = 0
-
-    def due() -> bool:
-        nonlocal calls
-        calls += 1
-        return calls >= on_call
-
-    if inspect.iscoroutinefunction(method):
-
-        @functools.wraps(method)
-        async def run_async(*args, **kwargs):
-            if due():
-                raise torch.OutOfMemoryError(f"{INJECTED} in {phase}")
-            return await method(*args, **kwargs)
-
-        return run_async
-
-    @functools.wraps(method)
-    def run(*args, **kwargs):
-        if due():
-            raise torch.OutOfMemoryError(f"{INJECTED} in {phase}")
-        return method(*args, **kwargs)
-
-    return run
-
-
-def inject_in_this_process() -> str | None:
-    """Tests only: $MEDPLAY_INJECT_OOM=PHASE[@N] makes the N-th (default first) call of PHASE's verl method raise."""
-    phase, _, on_call = os.environ.get(INJECT_ENV, "").partition("@")
-    if phase not in PHASE_METHODS:
-        return None
-    if phase == "rollout":
-        from verl.workers.rollout.vllm_rollout.vllm_async_server import vLLMHttpServer as owner
-    else:
-        from verl.workers.engine_workers import ActorRolloutRefWorker as owner
-    method = PHASE_METHODS[phase]
-    setattr(owner, method, _raising(getattr(owner, method), phase, int(on_call or 1)))
-    return phase

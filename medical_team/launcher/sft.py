@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from medical_team.checkpoint_folder import last_checkpoint
 from medical_team.errors import UserInputError
-from medical_team.verl_ext.launch import (
+from medical_team.launcher.launch import (
     CONFIG_MODULE,
     PROFILE_GROUP,
     apply_environment,

@@ -29,28 +29,13 @@ from medical_team.errors import UserInputError
 from medical_team.game import GameConfig, call_judge, judge_request
 from medical_team.judge.serving import BackgroundServer
 from medical_team.judge.settings import packaged_judge_settings
+from medical_team.launcher.served_judge import JudgeServer, JudgeServerError, resolve_judge_model, vllm_command
 from medical_team.verl_ext.judge_factory import judge_executor, selfplay_judge
-from medical_team.verl_ext.served_judge import JudgeServer, JudgeServerError, resolve_judge_model, vllm_command
-from medical_team.verl_ext.settings import selfplay_settings
+from medical_team.verl_ext.judge_server_ready import answers, wait_until_served
 from medical_team.vocab import Category
 
 GAMES = 16
 ANSWER_DELAY_S = 0.5
-
-
-def test_serve_settings_are_validated_with_unknown_keys_named(medplay_section) -> None:
-    judge = medplay_section["judge"]
-    judge.update(backend="vllm", model="/m", serve={**judge["serve"], "gpu_memory_utilization": 1.5, "gpus": 1})
-    with pytest.raises(UserInputError) as caught:
-        selfplay_settings(medplay_section)
-    assert "medplay.judge.serve.gpu_memory_utilization: 1.5 must be a number in (0, 1)" in str(caught.value)
-    assert "medplay.judge.serve.gpus: unknown key" in str(caught.value)
-
-
-def test_vllm_backend_needs_a_model(medplay_section) -> None:
-    medplay_section["judge"].update(backend="vllm", model=None)
-    with pytest.raises(UserInputError, match="medplay.judge.model: required when judge.backend is vllm"):
-        selfplay_settings(medplay_section)
 
 
 def test_command_takes_the_kv_cache_in_bytes_beside_a_gpu_share_and_alone_on_cpu() -> None:
@@ -84,7 +69,7 @@ def test_train_stops_before_ray_when_the_judge_model_is_missing(tmp_path: Path, 
 
 
 def test_rules_runs_are_warned_about(capsys) -> None:
-    from medical_team.verl_ext.judge_run import check_judge
+    from medical_team.launcher.judge_run import check_judge
 
     check_judge(packaged_judge_settings(backend="rules"))
     assert capsys.readouterr().err.startswith("medplay: warning: judge backend is `rules`: no model reads the rewrites")
@@ -117,7 +102,7 @@ def test_server_goes_when_the_launcher_is_killed(tmp_path: Path) -> None:
     (tmp_path / "v1").mkdir()
     (tmp_path / "v1" / "models").write_text("{}")
     launcher_code = (
-        "import sys, time\nfrom pathlib import Path\nfrom medical_team.verl_ext.served_judge import JudgeServer\n"
+        "import sys, time\nfrom pathlib import Path\nfrom medical_team.launcher.served_judge import JudgeServer\n"
         f"command = [sys.executable, '-m', 'http.server', '{port}', '--bind', '127.0.0.1', '--directory', '{tmp_path}']\n"
         f"server = JudgeServer(command, {port}, Path('{tmp_path}') / 'judge-server.log', 60)\n"
         "server.start()\nprint(server.process.pid, flush=True)\ntime.sleep(600)\n"
@@ -212,7 +197,7 @@ def _seeds(count: int):
 
 
 def _free_port() -> int:
-    from medical_team.verl_ext.served_judge import free_port
+    from medical_team.launcher.served_judge import free_port
 
     return free_port()
 
@@ -220,7 +205,7 @@ def _free_port() -> int:
 def test_judge_record_says_which_backend_judged(tmp_path: Path) -> None:
     from omegaconf import OmegaConf
 
-    from medical_team.verl_ext.judge_run import record_judge
+    from medical_team.launcher.judge_run import record_judge
 
     config = OmegaConf.create({"medplay": {"output_dir": str(tmp_path), "judge": {
         "backend": "rules", "model": None, "url": None}}})  # fmt: skip
@@ -229,7 +214,7 @@ def test_judge_record_says_which_backend_judged(tmp_path: Path) -> None:
 
 
 def test_the_judges_server_starts_beside_the_trainer_and_is_awaited_at_the_first_call(tmp_path, monkeypatch, capsys):
-    from medical_team.verl_ext import served_judge
+    from medical_team.launcher import served_judge
 
     port = _free_port()
     (tmp_path / "v1").mkdir()
@@ -242,8 +227,8 @@ def test_the_judges_server_starts_beside_the_trainer_and_is_awaited_at_the_first
     with served_judge.serve_judge(config, settings) as server:
         assert time.monotonic() - started < 2  # not waited for: Ray and the workers start meanwhile
         assert config.medplay.judge.url == server.url
-        assert not served_judge.answers(server.url)
-        served_judge.wait_until_served(server.url, timeout_s=60)  # what the first judged game does
+        assert not answers(server.url)
+        wait_until_served(server.url, timeout_s=60)  # what the first judged game does
         waited = time.monotonic() - started
         time.sleep(2.5)  # the launcher's thread polls every second before it says "ready"
     assert waited >= 3
@@ -252,7 +237,7 @@ def test_the_judges_server_starts_beside_the_trainer_and_is_awaited_at_the_first
 
 
 def test_a_judge_server_that_dies_while_the_trainer_starts_ends_the_run(tmp_path, monkeypatch):
-    from medical_team.verl_ext import served_judge
+    from medical_team.launcher import served_judge
 
     dying = "import sys, time; time.sleep(1); print('CUDA out of memory'); sys.exit(3)"
     monkeypatch.setattr(served_judge, "vllm_command", lambda *args, **kwargs: [sys.executable, "-c", dying])
@@ -267,8 +252,8 @@ def test_a_judge_server_that_dies_while_the_trainer_starts_ends_the_run(tmp_path
 
 def test_on_a_gpu_the_judge_server_starts_with_the_plans_kv_bytes_and_its_own_compile_caches(tmp_path, monkeypatch):
     from medical_team.cli.probe import compose_plan
-    from medical_team.verl_ext import served_judge
-    from medical_team.verl_ext.launch import plan_run
+    from medical_team.launcher import served_judge
+    from medical_team.launcher.launch import plan_run
 
     model = medgemma_folder(tmp_path)
     overrides = [f"medplay.judge.model={model}", f"medplay.output_dir={tmp_path}", f"medplay.cache_dir={tmp_path}/c"]
@@ -291,7 +276,7 @@ def test_on_a_gpu_the_judge_server_starts_with_the_plans_kv_bytes_and_its_own_co
     run = plan_run(["profile=80g", *overrides], total_gib=79.2)  # what `medplay train` does before Ray
     config = run.config
     with served_judge.serve_judge(config, run.settings.judge) as server:
-        served_judge.wait_until_served(server.url, timeout_s=60)
+        wait_until_served(server.url, timeout_s=60)
         log = server.log_file.read_text()
 
     (started,) = commands

@@ -10,7 +10,7 @@ from omegaconf import DictConfig
 from medical_team.console import say
 from medical_team.judge.settings import JudgeSettings
 from medical_team.judge_kinds import backend_kind
-from medical_team.verl_ext.served_judge import resolve_judge_model
+from medical_team.launcher.served_judge import resolve_judge_model
 
 RECORD_NAME = "judge.json"
 RULES_WARNING = (

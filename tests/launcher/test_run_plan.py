@@ -1,4 +1,4 @@
-"""The run plan (medical_team/verl_ext/run_plan.py): derived once before Ray, applied to a copy, then only read."""
+"""The run plan (medical_team/launcher/run_plan.py): derived once before Ray, applied to a copy, then only read."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from omegaconf import OmegaConf
 from omegaconf.errors import ReadonlyConfigError
 
 import medical_team
-from medical_team.verl_ext.launch import compose_config, plan_run
-from medical_team.verl_ext.run_plan import derive_run_plan, planned_config, ray_cluster
+from medical_team.launcher.launch import compose_config, plan_run
+from medical_team.launcher.run_plan import derive_run_plan, planned_config, ray_cluster
 from medical_team.verl_ext.settings import settings_from_trainer_config
 
 PACKAGE = Path(medical_team.__file__).resolve().parent
 # Where a config may still be written: composing it (launch.compose_config) and applying the plan.
-WRITERS = {"verl_ext/launch.py", "verl_ext/run_plan.py"}
+WRITERS = {"launcher/launch.py", "launcher/run_plan.py"}
 
 
 def test_the_planned_medplay_section_is_read_only_here_and_in_every_worker(tmp_path: Path) -> None:

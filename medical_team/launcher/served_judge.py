@@ -28,16 +28,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
 from omegaconf import DictConfig
 
+from medical_team.appended_lines import AppendedLines
 from medical_team.cache_folder import cache_dir, judge_server_cache_environment
 from medical_team.console import say
 from medical_team.errors import UserInputError
 from medical_team.judge.settings import JudgeSettings, ServeSettings
-from medical_team.verl_ext.appended_lines import AppendedLines
+from medical_team.launcher.startup import ready_line, started_line
+from medical_team.verl_ext.judge_server_ready import answers, healthy
 from medical_team.verl_ext.run_failures import JUDGE_START_UP, OUT_OF_MEMORY_EXIT, JudgeServerError
-from medical_team.verl_ext.startup import ready_line, started_line
 
 LOG_NAME = "judge-server.log"
 STAGE = "judge server"  # its name on the console's startup lines
@@ -189,34 +189,6 @@ _EXEC_WITH_PARENT_DEATH_SIGNAL = (
     "    pass\n"
     "os.execvp(sys.argv[1], sys.argv[1:])\n"
 )
-
-
-def answers(url: str, timeout_s: float = 5.0) -> bool:
-    """Whether an OpenAI-compatible server answers `GET {url}/models` with 200."""
-    try:
-        return httpx.get(f"{url}/models", timeout=timeout_s).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-def healthy(url: str, timeout_s: float) -> bool:
-    """Whether vLLM's server answers `GET /health` (its engine alive) with 200 within `timeout_s`."""
-    try:
-        return httpx.get(f"{url.removesuffix('/v1')}/health", timeout=timeout_s).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-def wait_until_served(url: str, timeout_s: float, poll_s: float = 1.0) -> None:
-    """Block until the judge's server answers; JudgeServerError after `timeout_s` (the launcher stops a dead one)."""
-    deadline = time.monotonic() + timeout_s
-    while not answers(url):
-        if time.monotonic() > deadline:
-            raise JudgeServerError(
-                f"the judge's vLLM server at {url} did not answer within {timeout_s:.0f} s "
-                "(medplay.judge.serve.startup_timeout_s)"
-            )
-        time.sleep(poll_s)
 
 
 @dataclass(frozen=True)

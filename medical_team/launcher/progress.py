@@ -13,11 +13,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from medical_team.appended_lines import AppendedLines, PollingThread
 from medical_team.console import say
 from medical_team.errors import UserInputError
 from medical_team.game.alarm import STREAK_PREFIX, AlarmFiring
 from medical_team.metrics_records import parse_record
-from medical_team.verl_ext.appended_lines import AppendedLines, PollingThread
 from medical_team.verl_ext.settings import MonitorSettings
 
 # (metric, format) shown after the bar; the per-step summary after training shows more.

@@ -1,4 +1,4 @@
-"""The served judge's supervision with real server processes (tests/verl_ext/fake_judge_server.py), one per failure.
+"""The served judge's supervision with real server processes (tests/launcher/fake_judge_server.py), one per failure.
 
 A server that exits at start, one that never answers, one whose log prints each fatal line, one that stops
 answering (SIGSTOP) or exits after it answered; the launcher's main thread interrupted or, when it ignores the
@@ -21,12 +21,10 @@ from pathlib import Path
 import pytest
 from judge_folders import served_judge_run
 
-from medical_team.verl_ext import served_judge
-from medical_team.verl_ext.judge_waits import OVER, WAIT_MARK, JudgeWaitRelay, JudgeWaits
-from medical_team.verl_ext.reliability.graceful_stop import StoppedWhileWaitingError
-from medical_team.verl_ext.run_errors import failure_report
-from medical_team.verl_ext.run_failures import JUDGE_FAILED_EXIT, OUT_OF_MEMORY_EXIT
-from medical_team.verl_ext.served_judge import (
+from medical_team.launcher import served_judge
+from medical_team.launcher.judge_wait_relay import JudgeWaitRelay
+from medical_team.launcher.run_errors import failure_report
+from medical_team.launcher.served_judge import (
     FATAL_LINES,
     MODEL_KNOB,
     SERVING,
@@ -37,6 +35,9 @@ from medical_team.verl_ext.served_judge import (
     Supervision,
     free_port,
 )
+from medical_team.verl_ext.judge_waits import OVER, WAIT_MARK, JudgeWaits
+from medical_team.verl_ext.reliability.graceful_stop import StoppedWhileWaitingError
+from medical_team.verl_ext.run_failures import JUDGE_FAILED_EXIT, OUT_OF_MEMORY_EXIT
 
 FAKE = str(Path(__file__).with_name("fake_judge_server.py"))
 QUICK = Supervision(poll_s=0.2, answer_timeout_s=0.5, report_every_s=1.0, health_every_s=0.2, health_timeout_s=0.5)

@@ -1,4 +1,4 @@
-"""Startup stages on the console (medical_team/verl_ext/startup.py), and the verl log lines they are read from."""
+"""Startup stages on the console (medical_team/launcher/startup.py), and the verl log lines they are read from."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from pprint import pformat
 
-from medical_team.verl_ext.startup import TRAINER_STAGES, TrainerStages, stage
+from medical_team.launcher.startup import TRAINER_STAGES, TrainerStages, stage
 
 
 def verl_trainer_setup_source() -> str:
