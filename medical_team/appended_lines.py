@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from types import TracebackType
+from typing import Self
 
 
 class AppendedLines:
@@ -66,3 +68,28 @@ class PollingThread:
     def _run(self) -> None:
         while not self._done() and not self._stop.wait(self._poll_s):
             self._poll()
+
+
+class FileFollower:
+    """Context manager: while active, a daemon thread calls `poll` (a subclass's) every `poll_s` seconds.
+
+    `self._lines` holds what was appended to `path` since the block began (earlier lines are not new).
+    """
+
+    def __init__(self, path: Path, poll_s: float, name: str, done: Callable[[], bool] = lambda: False) -> None:
+        self._lines = AppendedLines(path)
+        self._poller = PollingThread(self.poll, poll_s, name, done)
+
+    def __enter__(self) -> Self:
+        self._lines.skip_existing()
+        self._poller.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self._poller.stop()
+
+    def poll(self) -> None:
+        """Act on the lines appended since the last poll."""
+        raise NotImplementedError

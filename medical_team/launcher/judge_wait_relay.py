@@ -10,10 +10,8 @@ from __future__ import annotations
 import re
 import threading
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 
-from medical_team.appended_lines import AppendedLines, PollingThread
+from medical_team.appended_lines import FileFollower
 from medical_team.console import say
 from medical_team.verl_ext.judge_waits import OVER, WAIT_MARK
 
@@ -21,24 +19,13 @@ from medical_team.verl_ext.judge_waits import OVER, WAIT_MARK
 _RAY_PREFIX = re.compile(r"\((?P<who>[^)]*)\)\s*$")
 
 
-class JudgeWaitRelay:
+class JudgeWaitRelay(FileFollower):
     """Context manager: while active, a thread says on the console each judge-wait line the run log receives."""
 
     def __init__(self, log_file: Path, poll_s: float = 1.0) -> None:
-        self._lines = AppendedLines(log_file)
         self._waiting: dict[str, str] = {}  # the last wait line of each worker whose waits are not over
         self._lock = threading.Lock()
-        self._poller = PollingThread(self.poll, poll_s, "medplay-judge-waits")
-
-    def __enter__(self) -> Self:
-        self._lines.skip_existing()
-        self._poller.start()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self._poller.stop()
+        super().__init__(log_file, poll_s, "medplay-judge-waits")
 
     def poll(self) -> None:
         """Say every wait line appended to the log since the last poll."""

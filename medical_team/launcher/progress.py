@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import TracebackType
-from typing import Self
 
-from medical_team.appended_lines import AppendedLines, PollingThread
+from medical_team.appended_lines import FileFollower
 from medical_team.console import say
 from medical_team.errors import UserInputError
 from medical_team.game.alarm import STREAK_PREFIX, AlarmFiring
@@ -52,7 +51,7 @@ def alarm_lines(step: int, data: dict[str, float], monitors: MonitorSettings) ->
     return lines
 
 
-class StepProgress:
+class StepProgress(FileFollower):
     """Context manager: while active, a thread says a progress line for each step appended to `metrics_file`."""
 
     def __init__(
@@ -66,18 +65,12 @@ class StepProgress:
         self.total_steps = total_steps
         self.monitors = monitors  # None: no alarm lines
         self.poll_s = poll_s
-        self._lines = AppendedLines(metrics_file)
-        self._poller = PollingThread(self.poll, poll_s, "medplay-progress")
-
-    def __enter__(self) -> Self:
-        self._lines.skip_existing()  # a resumed run's earlier steps
-        self._poller.start()
-        return self
+        super().__init__(metrics_file, poll_s, "medplay-progress")  # a resumed run's earlier steps are not new
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        self._poller.stop()
+        super().__exit__(kind, error, trace)
         self.poll()  # steps logged between the last poll and the end of training
 
     def poll(self) -> None:

@@ -14,10 +14,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Self
 
-from medical_team.appended_lines import AppendedLines, PollingThread
+from medical_team.appended_lines import FileFollower
 from medical_team.console import say
 
 
@@ -59,7 +58,7 @@ def stage(name: str, detail: str = "") -> Iterator[None]:
     say(ready_line(name, time.monotonic() - started))
 
 
-class TrainerStages:
+class TrainerStages(FileFollower):
     """Context manager: while active, a thread reads the run log and says verl's startup stages as they pass."""
 
     def __init__(
@@ -75,23 +74,15 @@ class TrainerStages:
         self.stages = stages
         self.durations: dict[str, float] = {}
         self._next = 0
-        self._lines = AppendedLines(log_file)
         self._begun = 0.0
         self._started = 0.0
-        self._poller = PollingThread(self.poll, poll_s, "medplay-startup", done=lambda: self._next >= len(self.stages))
+        super().__init__(log_file, poll_s, "medplay-startup", done=lambda: self._next >= len(self.stages))
 
     def __enter__(self) -> Self:
-        self._lines.skip_existing()
         self._begun = time.monotonic()
         self._started = self.run_started if self.run_started is not None else self._begun
         say(started_line(self.stages[0].name))
-        self._poller.start()
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self._poller.stop()
+        return super().__enter__()
 
     def poll(self) -> None:
         """Say the end of every stage whose line reached the log since the last poll, and the start of the next."""
