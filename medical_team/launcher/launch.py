@@ -238,11 +238,11 @@ def run_paths(config: DictConfig, log_file: Path) -> RunPaths:
 
 def run_verl(
     config: DictConfig,
+    ray_cluster: str,
     stop_grace_s: float,
     log_file: Path,
     run_started: float | None = None,
     stuck: Callable[[], str | None] = lambda: None,
-    ray_cluster: str = "a new local cluster",
 ) -> None:
     """verl's `main_ppo.main` body for an already composed config: device, validation, Ray, task runner.
 
@@ -333,7 +333,7 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
                                 return "the judge's server had not answered yet"
                             return waits.waiting()
 
-                        run_verl(config, settings.stop_grace_s, paths.log_file, started, stuck, run.plan.ray_cluster)
+                        run_verl(config, run.plan.ray_cluster, settings.stop_grace_s, paths.log_file, started, stuck)
             except KeyboardInterrupt:
                 if not stopped_while:
                     raise
