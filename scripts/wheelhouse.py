@@ -238,6 +238,9 @@ def run(command: list[str]) -> None:
 def build_local_wheels(python: str, pins: list[Pin], built: Path) -> None:
     """Wheels pip cannot download: the project itself, and lock pins published only as sdists (pure Python)."""
     built.mkdir(parents=True, exist_ok=True)
+    # setuptools puts what an earlier build left in build/lib into the wheel: a module since moved would ship too.
+    for stale in (REPO / "build" / "lib", *REPO.glob("build/bdist.*")):
+        shutil.rmtree(stale, ignore_errors=True)
     run([python, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(built), str(REPO)])
     sdists = [pin for pin in pins if pin.name in SDIST_BUILDS]
     if sdists:
