@@ -1,4 +1,4 @@
-"""What a run says about its judge: a missing model stops it before Ray, `rules` is warned about and recorded."""
+"""What a run says about its judge: `rules` is warned about, and every run records which judge it used."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from omegaconf import DictConfig
 from medical_team.console import say
 from medical_team.judge.settings import JudgeSettings
 from medical_team.judge_kinds import backend_kind
-from medical_team.launcher.served_judge import resolve_judge_model
 
 RECORD_NAME = "judge.json"
 RULES_WARNING = (
@@ -20,9 +19,7 @@ RULES_WARNING = (
 
 
 def check_judge(judge: JudgeSettings) -> None:
-    """Fail before Ray starts when the served judge's model folder is missing; warn about `rules`."""
-    if judge.kind.served_here:
-        resolve_judge_model(judge.model or "")
+    """Warn about `rules` (a missing served-judge folder stops the run in the run plan, served_judge_address)."""
     if not judge.kind.judged_by_model:
         say(f"medplay: warning: {RULES_WARNING}", err=True)
 
