@@ -7,6 +7,7 @@ class (any size) with the Gemma 3 tokenizer and the processor vLLM needs to serv
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ IMAGE_TOKEN = "<image_soft_token>"
 BEGIN_IMAGE = "<start_of_image>"
 END_IMAGE = "<end_of_image>"
 IMAGE_TOKENS = {"image_token": IMAGE_TOKEN, "boi_token": BEGIN_IMAGE, "eoi_token": END_IMAGE}
+HUB_VISION_PREFIX = "vision_tower.vision_model."  # where google/medgemma-4b-it keeps its SigLIP tower
 TOKENIZER_MODEL = "gemma3-270m"  # the registry model whose GGUF carries the Gemma 3 tokenizer
 
 # MedGemma 4B's parts beyond the text decoder (whose shape is medical_team.hardware.memory_plan.MEDGEMMA_4B), as in
@@ -170,8 +172,36 @@ def build_random_judge(output: Path, tokenizer: Any, config: Any, device: str = 
         )
     output.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(output)
+    if model_class is Gemma3ForConditionalGeneration:
+        _write_the_vision_tower_as_on_the_hub(output)
     saved.save_pretrained(output)
     del model
     if device == "cuda":
         torch.cuda.empty_cache()
     return output
+
+
+def _hub_name(name: str) -> str:
+    """A weight's name in google/medgemma-4b-it's layout: the SigLIP tower's under `vision_tower.vision_model.`."""
+    if name.startswith("vision_tower.") and not name.startswith(HUB_VISION_PREFIX):
+        return HUB_VISION_PREFIX + name.removeprefix("vision_tower.")
+    return name
+
+
+def _write_the_vision_tower_as_on_the_hub(folder: Path) -> None:
+    """Rename the saved tower's weights to the hub's layout, the one the shipped judge (MedGemma 4B) has.
+
+    transformers 5 saves them as `vision_tower.embeddings...`; vLLM 0.24 (the GPU image's) reads only
+    `vision_tower.vision_model.embeddings...` (KeyError 'embeddings.patch_embedding.bias' otherwise).
+    """
+    from safetensors.torch import load_file, save_file
+
+    for shard in sorted(folder.glob("*.safetensors")):
+        tensors = load_file(shard)
+        save_file({_hub_name(name): tensor for name, tensor in tensors.items()}, shard, metadata={"format": "pt"})
+        del tensors
+    index = folder / "model.safetensors.index.json"
+    if index.exists():
+        content = json.loads(index.read_text())
+        content["weight_map"] = {_hub_name(name): shard for name, shard in content["weight_map"].items()}
+        index.write_text(json.dumps(content, indent=2) + "\n")

@@ -82,6 +82,22 @@ def test_a_tiny_judge_of_the_shipped_architecture_loads_and_generates(tokenizer,
     assert processor.full_image_sequence.count(gemma3.IMAGE_TOKEN) == gemma3.TINY_IMAGE_TOKENS
 
 
+def test_the_judge_is_saved_in_medgemmas_hub_layout_and_loads_back(tokenizer, tmp_path):
+    """The tower's weights under `vision_tower.vision_model.` (vLLM 0.24 reads no other), and transformers reads them."""
+    from safetensors import safe_open
+    from transformers import AutoModelForImageTextToText
+
+    folder = gemma3.build_random_judge(tmp_path / "judge", tokenizer, gemma3.judge_config(tokenizer, tiny=True))
+    with safe_open(folder / "model.safetensors", "pt") as saved:
+        names = list(saved.keys())
+        patch = saved.get_tensor(gemma3.HUB_VISION_PREFIX + "embeddings.patch_embedding.weight")
+    tower = [name for name in names if name.startswith("vision_tower.")]
+    assert tower and all(name.startswith(gemma3.HUB_VISION_PREFIX) for name in tower)
+    assert any(name.startswith("language_model.model.layers.") for name in names)
+    model = AutoModelForImageTextToText.from_pretrained(folder)
+    assert torch.equal(model.model.vision_tower.embeddings.patch_embedding.weight, patch)
+
+
 @pytest.mark.slow
 @pytest.mark.long
 def test_prepare_gemma3_270m_writes_a_model_that_reads_english(tmp_path):
