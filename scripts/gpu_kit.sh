@@ -13,8 +13,9 @@
 #   ladder    scripts/learning_ladder.sh gpu PART (the learning ladder), its outputs collected
 #   learn     the learning run in one call: SmolLM2-135M (LADDER_MODEL=gemma3-270m: Gemma 3 270M), SFT, greedy eval
 #             of the benchmark, RL on ground truth for
-#             as many steps as the limit leaves, the same eval, `medplay compare`; PART selfplay: the self-play rung
-#             from the same SFT weights, its eval and the comparison of all rungs (a second call)
+#             as many steps as the limit leaves, the same eval, `medplay compare`; or in two: PART sft (the model,
+#             SFT, its eval), then PART rl (RL, its eval, the comparison); PART selfplay: the self-play rung
+#             from the same SFT weights, its eval and the comparison of all rungs (a later call)
 # --cpu runs the same phase on the CPU: the project's environment, the tiny model and profile cpu-smoke.
 # Knobs: PARTS, SITE (/root/medplay-site), WORK (/root/medplay-work; --cpu: build/gpu-kit-cpu), STEPS, LIMIT_S,
 # EXTRA (more Hydra overrides for the training runs, space-separated), PYTHON (--cpu: .venv/bin/python).
@@ -148,11 +149,16 @@ learn() {
     use_site
     local scale parts status=0
     scale="$([[ "${cpu}" == 1 ]] && echo tiny || echo gpu)"
-    parts=(prepare sft eval-sft rl eval-rl compare)
-    [[ "${part}" == selfplay ]] && parts=(selfplay eval-selfplay compare)
-    [[ -z "${part}" || "${part}" == selfplay ]] || { echo "gpu_kit learn: PART is selfplay or nothing" >&2; exit 2; }
+    case "${part}" in
+        "") parts=(prepare sft eval-sft rl eval-rl compare) ;;
+        sft) parts=(prepare sft eval-sft) ;;
+        rl) parts=(rl eval-rl compare) ;;
+        selfplay) parts=(selfplay eval-selfplay compare) ;;
+        *) echo "gpu_kit learn: PART is sft, rl, selfplay or nothing" >&2; exit 2 ;;
+    esac
     local ladder_dir="${work}/ladder"
-    [[ "${part}" == selfplay ]] || rm -rf "${ladder_dir}"
+    # A run from the start begins in an empty folder; rl and selfplay go on from the SFT weights an earlier call left.
+    [[ -z "${part}" || "${part}" == sft ]] && rm -rf "${ladder_dir}"
     LADDER_DIR="${ladder_dir}" MEDPLAY="$(medplay_bin)" BUDGET_S="$((limit_s - 20))" RL_STEPS="${STEPS:-200}" \
         EXTRA="${gpu_overrides} ${EXTRA:-}" timeout -k 15 "${limit_s}" bash "${repo}/scripts/learning_ladder.sh" \
         "${scale}" "${parts[@]}" > "${out}/learn-console.txt" 2>&1 || status=$?

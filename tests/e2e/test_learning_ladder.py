@@ -1,4 +1,4 @@
-"""End to end: the GPU kit's learning run on the CPU (`scripts/gpu_kit.sh --cpu learn`, then `learn selfplay`).
+"""End to end: the GPU kit's learning run on the CPU (`scripts/gpu_kit.sh --cpu learn sft`, `learn rl`, `learn selfplay`).
 
     .venv/bin/python -m pytest -q -m e2e tests/e2e/test_learning_ladder.py
 
@@ -23,8 +23,8 @@ from spec_names import GAME_PLOT_LABELS, MONITOR_PLOT_LABELS
 
 from medical_team.evaluate.metrics_log import read_metrics
 
-# Two kit calls in the module's fixture (setup counts in the first test's limit): more than pytest's default 900 s.
-pytestmark = [pytest.mark.e2e, pytest.mark.long, pytest.mark.timeout(2 * TRAIN_TIMEOUT_S + 600)]
+# Three kit calls in the module's fixture (setup counts in the first test's limit): more than pytest's default 900 s.
+pytestmark = [pytest.mark.e2e, pytest.mark.long, pytest.mark.timeout(2 * TRAIN_TIMEOUT_S + 660)]
 
 REPO = Path(__file__).resolve().parents[2]
 # What a self-play run logs, so what its report draws: every series of docs/game.md and collapse monitor, and
@@ -34,7 +34,8 @@ REPORTED = {
     **MONITOR_PLOT_LABELS,
     "step_time": ["step", "gen", "old_log_prob", "ref", "adv", "update_actor", "update_weights", "save_checkpoint"],
 }
-# The first call's parts, then the second's (`learn selfplay` compares every rung evaluated).
+# The calls' parts in order (`learn` alone runs the first two calls' parts in one; `learn selfplay` compares every
+# rung evaluated).
 PARTS = ("convert", "sft", "eval-sft", "rl", "eval-rl", "compare", "selfplay", "eval-selfplay", "compare")
 # Each call's limit: generous, so that the budget never stops the 2-step rungs on a slow machine (the steps are
 # asserted), while the budget arithmetic still runs.
@@ -46,7 +47,7 @@ MAX_FILES = 8  # what the device tool brings back from a call
 def kit_runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("learn")
     env = {**os.environ, "WORK": str(root / "work"), "LIMIT_S": str(LIMIT_S), "PYTHON": sys.executable}
-    for call, args in (("out-learn", ["learn"]), ("out-selfplay", ["learn", "selfplay"])):
+    for call, args in (("out-sft", ["learn", "sft"]), ("out-rl", ["learn", "rl"]), ("out-selfplay", ["learn", "selfplay"])):
         result = subprocess.run(
             [str(REPO / "scripts/gpu_kit.sh"), "--cpu", "--out", str(root / call), *args],
             cwd=REPO,
@@ -72,9 +73,14 @@ def test_every_part_ran_and_was_timed(ladder: Path) -> None:
 
 
 def test_each_call_answers_with_its_summary_and_at_most_eight_files(kit_runs: Path) -> None:
-    for call, trained in (("out-learn", "rl: 2 steps, 8 games trained on"), ("out-selfplay", "selfplay: 2 steps")):
+    for call, trained in (
+        ("out-sft", "no RL rung logged a step"),
+        ("out-rl", "rl: 2 steps, 8 games trained on"),
+        ("out-selfplay", "selfplay: 2 steps"),
+    ):
         files = sorted(path.name for path in (kit_runs / call).iterdir())
-        assert len(files) <= MAX_FILES and {"summary.json", "learn-files.tar.gz", "ladder.md"} <= set(files)
+        assert len(files) <= MAX_FILES and {"summary.json", "learn-files.tar.gz", "times.tsv"} <= set(files)
+        assert (call == "out-sft") != ("ladder.md" in files)  # the comparison comes with a trained rung
         summary = json.loads((kit_runs / call / "summary.json").read_text())
         assert summary["phase"] == "learn" and summary["exit_status"] == 0
         assert trained in summary["note"]
