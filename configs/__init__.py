@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import importlib.resources
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
+
+PROFILE_GROUP = "profile"  # configs/profile/NAME.yaml, chosen with `profile=NAME`
 
 
 @lru_cache(maxsize=1)
@@ -14,3 +16,12 @@ def packaged_section() -> dict[str, Any]:
 
     text = (importlib.resources.files(__name__) / "medplay.yaml").read_text()
     return OmegaConf.to_container(OmegaConf.create(text).medplay, resolve=True)
+
+
+@cache
+def profile_file(name: str) -> dict[str, Any]:
+    """configs/profile/NAME.yaml as written (its own keys; not the defaults it names); do not mutate it."""
+    from omegaconf import OmegaConf
+
+    text = (importlib.resources.files(__name__) / PROFILE_GROUP / f"{name}.yaml").read_text()
+    return OmegaConf.to_container(OmegaConf.create(text))

@@ -235,7 +235,7 @@ def _budget(config: Mapping, section: str, tokens_key: str, rows_key: str, dynam
     return int(_get(config, f"{section}.{rows_key}")) * max_sequence
 
 
-def _quantization(extra_args: Sequence[str]) -> str | None:
+def vllm_quantization(extra_args: Sequence[str]) -> str | None:
     """`--quantization X` (or `--quantization=X`) among a `vllm serve` command line's extra arguments."""
     args = [str(arg) for arg in extra_args]
     for index, arg in enumerate(args):
@@ -309,7 +309,7 @@ def plan_inputs(config: Mapping) -> PlanInputs:
         weight_bucket_mib=int(_get(config, f"{arr}.rollout.checkpoint_engine.update_weights_bucket_megabytes")),
         judge_share=float(_get(config, "medplay.judge.serve.gpu_memory_utilization")) if judge_on_gpu else 0.0,
         judge_kv_bytes=_bytes(_get(config, "medplay.judge.serve.kv_cache_memory_bytes")) if judge_on_gpu else None,
-        judge_quantization=_quantization(_get(config, "medplay.judge.serve.extra_args")) if judge_on_gpu else None,
+        judge_quantization=vllm_quantization(_get(config, "medplay.judge.serve.extra_args")) if judge_on_gpu else None,
         judge_max_model_len=int(_get(config, "medplay.judge.serve.max_model_len")),
         max_sequence=max_sequence,
         games_per_step=int(_get(config, "data.train_batch_size")) * int(_get(config, f"{arr}.rollout.n")),

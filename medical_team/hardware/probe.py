@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from medical_team.hardware.memory_plan import MEDGEMMA_4B, VLLM_OVERHEAD_GIB
+from medical_team.configs import profile_file
+from medical_team.hardware.memory_plan import MEDGEMMA_4B, VLLM_OVERHEAD_GIB, vllm_quantization
 
 if TYPE_CHECKING:
     from medical_team.hardware.memory_plan import MemoryPlan
@@ -47,25 +48,37 @@ FLASH_ATTENTION = "flash_attention_2"
 
 
 @dataclass(frozen=True)
+class JudgeShare:
+    """The served judge's part of the card, as a profile file sets it."""
+
+    fraction: float  # medplay.judge.serve.gpu_memory_utilization
+    quantization: str | None  # `--quantization` among medplay.judge.serve.extra_args (fp8: linear layers in one byte)
+
+    def budget(self, vram_gib: float) -> tuple[float, float, int]:
+        """(judge share GiB, its KV cache GiB, judge requests that fit at once) on a GPU of `vram_gib`."""
+        share = self.fraction * vram_gib
+        kv_gib = share - MEDGEMMA_4B.weights_gib(self.quantization) - JUDGE_OVERHEAD_GIB
+        tokens = max(0.0, kv_gib) * GIB / (JUDGE_KV_KIB_PER_TOKEN * 1024)
+        return share, kv_gib, int(tokens // JUDGE_REQUEST_TOKENS)
+
+
+@dataclass(frozen=True)
 class HardwareProfile:
-    """A hardware profile of configs/: the VRAM it needs, the disk one checkpoint takes, the judge's VRAM share."""
+    """A hardware profile of configs/: the VRAM it needs, the disk one checkpoint takes, the card it assumes."""
 
     name: str
     min_vram_gib: float
     checkpoint_gib: float
-    # medplay.judge.serve.gpu_memory_utilization of the profile; None: no judge on this GPU (rules or remote)
-    judge_fraction: float | None = None
-    # `--quantization` among medplay.judge.serve.extra_args (fp8: the judge's linear layers in one byte)
-    judge_quantization: str | None = None
     # The card the memory plan assumes without a GPU: the smallest the profile names, as torch reports it.
     card_gib: float = 0.0
 
-    def judge_budget(self, vram_gib: float) -> tuple[float, float, int]:
-        """(judge share GiB, its KV cache GiB, judge requests that fit at once) on a GPU of `vram_gib`."""
-        share = (self.judge_fraction or 0.0) * vram_gib
-        kv_gib = share - MEDGEMMA_4B.weights_gib(self.judge_quantization) - JUDGE_OVERHEAD_GIB
-        tokens = max(0.0, kv_gib) * GIB / (JUDGE_KV_KIB_PER_TOKEN * 1024)
-        return share, kv_gib, int(tokens // JUDGE_REQUEST_TOKENS)
+    @property
+    def judge(self) -> JudgeShare | None:
+        """The judge's share of the card that configs/profile/NAME.yaml sets; None: it serves no judge here."""
+        serve = profile_file(self.name).get("medplay", {}).get("judge", {}).get("serve", {})
+        if "gpu_memory_utilization" not in serve:
+            return None
+        return JudgeShare(serve["gpu_memory_utilization"], vllm_quantization(serve.get("extra_args", [])))
 
     @property
     def needs_gpu(self) -> bool:
@@ -77,18 +90,18 @@ class HardwareProfile:
 # (an 80 GB H100 shows about 79.2 GiB). Every GPU profile trains Qwen3-4B (4.0 B parameters) and saves
 # [model, optimizer, extra, hf_model]: fp32 weights (4 B/parameter, 14.9 GiB), HF weights (at most the
 # same again), and for full fine-tuning the AdamW moments (8 B/parameter, 29.8 GiB); LoRA optimizer state is
-# well under 1 GiB. Rounded up; 80g keeps room for full fine-tuning (lora_rank=0 with a judge elsewhere). The judge's share beside the policy is each profile's
-# medplay.judge.serve.gpu_memory_utilization, its quantization the profile's judge `--quantization`
-# (tests/verl_ext/test_configs.py keeps them equal). card_gib: L4 / A10, L40S, H100 80GB, H100 NVL, H200.
+# well under 1 GiB. Rounded up; 80g keeps room for full fine-tuning (lora_rank=0 with a judge elsewhere). The judge's
+# share beside the policy is read from each profile file (`HardwareProfile.judge`). card_gib: L4 / A10, L40S,
+# H100 80GB, H100 NVL, H200.
 PROFILES: dict[str, HardwareProfile] = {
     p.name: p
     for p in (
         HardwareProfile("cpu-smoke", 0.0, 0.1),
-        HardwareProfile("24g", 22.0, 32.0, judge_fraction=0.36, judge_quantization="fp8", card_gib=22.0),
-        HardwareProfile("48g", 44.0, 32.0, judge_fraction=0.25, card_gib=44.4),
-        HardwareProfile("80g", 74.0, 60.0, judge_fraction=0.2, card_gib=79.2),
-        HardwareProfile("96g", 90.0, 60.0, judge_fraction=0.12, card_gib=93.0),
-        HardwareProfile("141g", 130.0, 60.0, judge_fraction=0.12, card_gib=139.8),
+        HardwareProfile("24g", 22.0, 32.0, card_gib=22.0),
+        HardwareProfile("48g", 44.0, 32.0, card_gib=44.4),
+        HardwareProfile("80g", 74.0, 60.0, card_gib=79.2),
+        HardwareProfile("96g", 90.0, 60.0, card_gib=93.0),
+        HardwareProfile("141g", 130.0, 60.0, card_gib=139.8),
     )
 }
 
@@ -468,12 +481,13 @@ def judge_fit(profile: HardwareProfile, vram_gib: float) -> tuple[str, list[str]
         "set medplay.judge.backend=openai with medplay.judge.url (a remote OpenAI-compatible judge), "
         "or medplay.judge.backend=rules (smoke tests only)"
     )
-    if profile.judge_fraction is None:
+    judge = profile.judge
+    if judge is None:
         return f"Profile {profile.name}: no model judge fits beside the policy on this GPU; {alternatives}.", []
-    share, kv_gib, requests = profile.judge_budget(vram_gib)
+    share, kv_gib, requests = judge.budget(vram_gib)
     note = (
-        f"Judge (MedGemma 4B, vLLM): {profile.judge_fraction:g} x {vram_gib:.1f} GiB = {share:.1f} GiB for "
-        f"{MEDGEMMA_4B.weights_gib(profile.judge_quantization):.1f} GiB of weights, {JUDGE_OVERHEAD_GIB:g} GiB of "
+        f"Judge (MedGemma 4B, vLLM): {judge.fraction:g} x {vram_gib:.1f} GiB = {share:.1f} GiB for "
+        f"{MEDGEMMA_4B.weights_gib(judge.quantization):.1f} GiB of weights, {JUDGE_OVERHEAD_GIB:g} GiB of "
         f"activations and {kv_gib:.1f} GiB "
         f"of KV cache (~{requests} judge requests at once)."
     )

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from medical_team.checkpoint_folder import TRACKER_NAME, last_checkpoint
+from medical_team.configs import PROFILE_GROUP
 from medical_team.console import output_to_log, say
 from medical_team.errors import UserInputError
 
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 
 CONFIG_MODULE = "medical_team.configs"
 CONFIG_NAME = "medplay"
-PROFILE_GROUP = "profile"
 # Config keys holding local paths; made absolute so every Ray worker reads the same files.
 _PATH_KEYS = ("medplay.output_dir", "medplay.data_dir")
 

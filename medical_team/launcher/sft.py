@@ -18,10 +18,10 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf
 
 from medical_team.checkpoint_folder import last_checkpoint
+from medical_team.configs import PROFILE_GROUP
 from medical_team.errors import UserInputError
 from medical_team.launcher.launch import (
     CONFIG_MODULE,
-    PROFILE_GROUP,
     apply_environment,
     check_data,
     check_model,

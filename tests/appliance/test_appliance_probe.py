@@ -224,7 +224,7 @@ def test_the_judge_is_in_the_memory_arithmetic():
     assert small.ok and "0.36 x 22.5 GiB = 8.1 GiB for 5.0 GiB of weights" in fp8 and "(~3 judge requests" in fp8
     squeezed = assess(gpu_host(gpu(vram_gib=79.2)), requested_profile="48g")
     assert squeezed.ok  # 48g on a larger GPU: a larger judge share
-    assert not dataclasses.replace(PROFILES["48g"], judge_fraction=0.15).judge_budget(44.0)[2]
+    assert not dataclasses.replace(PROFILES["48g"].judge, fraction=0.15).budget(44.0)[2]
 
 
 def test_little_room_for_the_compilation_caches_is_noted():

@@ -45,15 +45,16 @@ def test_gpu_profiles_fit_one_gpu_and_never_load_the_cpu_runtime(profile: str) -
 
 
 @pytest.mark.parametrize("profile", GPU_PROFILES)
-def test_gpu_profiles_serve_their_judge_and_the_probe_knows_its_share(profile: str) -> None:
+def test_gpu_profiles_serve_their_judge_and_the_probe_reads_its_share_from_the_profile_file(profile: str) -> None:
     from medical_team.hardware.memory_plan import plan_inputs
     from medical_team.hardware.probe import PROFILES
 
     config = compose_config([f"profile={profile}"])
     judge = config.medplay.judge
     assert judge.backend == "vllm" and judge.model
-    assert PROFILES[profile].judge_fraction == judge.serve.gpu_memory_utilization
-    assert PROFILES[profile].judge_quantization == plan_inputs(OmegaConf.to_container(config)).judge_quantization
+    # The file's own keys give what the composed config holds: nothing the probe reads comes from elsewhere.
+    assert PROFILES[profile].judge.fraction == judge.serve.gpu_memory_utilization
+    assert PROFILES[profile].judge.quantization == plan_inputs(OmegaConf.to_container(config)).judge_quantization
 
 
 @pytest.mark.parametrize("profile", GPU_PROFILES)
