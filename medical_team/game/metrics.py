@@ -26,6 +26,9 @@ def metric_names() -> tuple[str, ...]:
         "assessor/sentence_accuracy",
         "assessor/reward_mean",
         "assessor/format_violation_rate",
+        "assessor/error_verdict_rate",
+        *(f"assessor/reward_mean/verdict_{v.value}" for v in Label),
+        *(f"assessor/format_violation_rate/verdict_{v.value}" for v in Label),
         "attacker/success_rate",
         *(f"attacker/success_rate/{c.value}" for c in ADVERSARIAL_CATEGORIES),
         "attacker/faithfulness_rate",
@@ -50,7 +53,7 @@ def _mean(values: Iterable[float | None]) -> float:
 
 
 def _assessor_metrics(decided: list[GameOutcome], games: Sequence[GameOutcome]) -> dict[str, float]:
-    """`assessor/*`: accuracy overall, per category and per error type, error rates, reward, format."""
+    """`assessor/*`: accuracy overall, per category and per error type, error rates, reward, format, per verdict."""
     errors = [o for o in decided if o.truth is Label.ERROR]
     clean = [o for o in decided if o.truth is Label.NO_ERROR]
     out = {"assessor/accuracy": _rate(decided, lambda o: bool(o.assessor_correct))}
@@ -67,6 +70,12 @@ def _assessor_metrics(decided: list[GameOutcome], games: Sequence[GameOutcome]) 
     out["assessor/sentence_accuracy"] = _rate((o for o in errors if o.known_error_sentence), lambda o: o.sentence_match)
     out["assessor/reward_mean"] = _mean(o.assessor_reward for o in games)
     out["assessor/format_violation_rate"] = _rate(games, lambda o: not o.assessor_format_ok)
+    # Per verdict: where a collapse onto one verdict comes from (say, one verdict's answers break the format more).
+    out["assessor/error_verdict_rate"] = _rate(games, lambda o: o.verdict is Label.ERROR)
+    for verdict in Label:
+        said = [o for o in games if o.verdict is verdict]
+        out[f"assessor/reward_mean/verdict_{verdict.value}"] = _mean(o.assessor_reward for o in said)
+        out[f"assessor/format_violation_rate/verdict_{verdict.value}"] = _rate(said, lambda o: not o.assessor_format_ok)
     return out
 
 

@@ -84,6 +84,11 @@ def test_values_on_a_known_batch() -> None:
         # rewards (format + correctness): 2, 0, 2, -2, 0, 2, 0 over the 7 kept games
         "assessor/reward_mean": 4 / 7,
         "assessor/format_violation_rate": 1 / 8,
+        "assessor/error_verdict_rate": 4 / 8,  # the tie's verdict included, like the format rate
+        "assessor/reward_mean/verdict_error": (2 + 2 + 0) / 3,  # the tie kept no sample
+        "assessor/reward_mean/verdict_no_error": (0 + 2 + 0) / 3,
+        "assessor/format_violation_rate/verdict_error": 0.0,
+        "assessor/format_violation_rate/verdict_no_error": 0.0,
         "attacker/success_rate": 2 / 3,
         "attacker/success_rate/adversarial_harmful": 1 / 2,
         "attacker/success_rate/adversarial_benign": 1.0,
@@ -97,6 +102,20 @@ def test_values_on_a_known_batch() -> None:
     }
     for name, value in expected.items():
         assert m[name] == pytest.approx(value), name
+
+
+def test_per_verdict_figures_show_which_verdict_breaks_the_format() -> None:
+    config = GameConfig()
+    vh, vb = seed(Category.VANILLA_HARMFUL), seed(Category.VANILLA_BENIGN)
+    run_on = f"{ERROR} and more"  # text after </answer>: the verdict reads, the format term is lost
+    games = [settle(vh, None, ERROR, None, config), settle(vh, None, run_on, None, config)]
+    games += [settle(vb, None, NO_ERROR, None, config), settle(vh, None, NO_ERROR, None, config)]
+    m = game_metrics(games)
+    assert m["assessor/error_verdict_rate"] == 0.5
+    assert m["assessor/format_violation_rate/verdict_error"] == 0.5
+    assert m["assessor/format_violation_rate/verdict_no_error"] == 0.0
+    # right and well-formed 2, right and run-on 0; right 2, a miss 0
+    assert m["assessor/reward_mean/verdict_error"] == 1.0 and m["assessor/reward_mean/verdict_no_error"] == 1.0
 
 
 def test_parse_errors_are_counted() -> None:
