@@ -16,6 +16,7 @@ from medical_team.checkpoint_folder import TRACKER_NAME, last_checkpoint
 from medical_team.configs import PROFILE_GROUP
 from medical_team.console import output_to_log, say
 from medical_team.errors import UserInputError
+from medical_team.launcher.startup import TrainerStages, stage
 
 if TYPE_CHECKING:
     from medical_team.launcher.run_plan import RunPlan
@@ -258,7 +259,6 @@ def run_verl(
     from verl.utils.device import auto_set_device
 
     from medical_team.launcher.ray_start import start_ray
-    from medical_team.launcher.startup import TrainerStages, stage
     from medical_team.verl_ext.reliability.graceful_stop import install_sigterm_handler
 
     auto_set_device(config)
@@ -268,13 +268,26 @@ def run_verl(
         with stage("Ray", f"({ray_cluster})"):
             if not ray.is_initialized():
                 start_ray(config)  # run_ppo then skips its own ray.init
+        stages = TrainerStages(log_file, run_started)
         # After ray.init, which replaces the SIGTERM handler with one that exits at once.
-        install_sigterm_handler(Path(config.trainer.default_local_dir), stop_grace_s, stuck)
-        with TrainerStages(log_file, run_started):
+        install_sigterm_handler(Path(config.trainer.default_local_dir), stop_grace_s, stop_cannot_wait(stages, stuck))
+        with stages:
             run_ppo(config, task_runner_class=TaskRunnerV1)  # trainer.use_v1=false is refused by verl_problems
     finally:
         if started_ray:
             ray.shutdown()
+
+
+def stop_cannot_wait(stages: TrainerStages, stuck: Callable[[], str | None]) -> Callable[[], str | None]:
+    """Why a stop request cannot wait for a step to end: the trainer still starting (no step to save), or `stuck`."""
+
+    def reason() -> str | None:
+        starting = stages.starting()
+        if starting is not None:
+            return f"verl's trainer was still starting ({starting}), with no step to save"
+        return stuck()
+
+    return reason
 
 
 def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:

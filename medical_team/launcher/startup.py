@@ -84,6 +84,10 @@ class TrainerStages(FileFollower):
         say(started_line(self.stages[0].name))
         return super().__enter__()
 
+    def starting(self) -> str | None:
+        """The stage verl's trainer is in while it starts; None once it is ready to train."""
+        return self.stages[self._next].name if self._next < len(self.stages) else None
+
     def poll(self) -> None:
         """Say the end of every stage whose line reached the log since the last poll, and the start of the next."""
         for line in self._lines.read():

@@ -4,8 +4,9 @@ The trainer runs inside a Ray actor, so the launching process cannot interrupt i
 SIGTERM handler drops a stop-request file into the checkpoint folder, and the trainer checks for
 that file at the end of every step (`honour_stop_request`). If the trainer has not finished within
 the grace period, the launcher exits with status 143 (killed by SIGTERM) as the shell convention says.
-A step whose games wait on the judge cannot end soon: then the launcher does not wait for it and stops at
-once (`StoppedWhileWaitingError`, also 143), leaving the checkpoints as they are.
+A step whose games wait on the judge cannot end soon, and a trainer still starting has no step to save: then
+the launcher does not wait and stops at once (`StoppedWhileWaitingError`, also 143), leaving the checkpoints
+as they are.
 """
 
 from __future__ import annotations
@@ -61,15 +62,15 @@ def install_sigterm_handler(
 ) -> None:
     """On SIGTERM or SIGINT: request a stop, and exit 143 if training has not ended after the grace period.
 
-    When `stuck()` names a reason the step in progress cannot end (games waiting on the judge), the main
-    thread is interrupted at once instead (`stopped_while` holds the reason).
+    When `stuck()` names a reason not to wait for a step to end (games waiting on the judge, the trainer still
+    starting), the main thread is interrupted at once instead (`stopped_while` holds the reason).
     """
 
     def handle(signum: int, _frame: Any) -> None:
         name = signal.Signals(signum).name
         reason = stuck()
         if reason is not None and not stopped_while:
-            say(f"medplay: {name} received while {reason}: stopping now, the step in progress cannot end")
+            say(f"medplay: {name} received while {reason}: stopping now, without waiting for a step to end")
             stopped_while.append(f"{name} received while {reason}")
         else:
             say(f"medplay: {name} received: saving a checkpoint and stopping (grace period {grace_period_s:.0f} s)")
