@@ -262,7 +262,7 @@ def build_local_wheels(python: str, pins: list[Pin], built: Path) -> None:
 
 
 # Lock pins published only as sdists that build without a compiler (a wheel is built here, once).
-SDIST_BUILDS = {"antlr4-python3-runtime"}
+SDIST_BUILDS = {"antlr4-python3-runtime", "rouge-score"}
 
 
 def resolve(python: str, image: dict[str, str], pins: list[Pin], built: Path, glibc: str, report: Path) -> dict:
