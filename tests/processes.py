@@ -1,10 +1,13 @@
-"""Helpers for tests that start servers: free loopback ports, and stopping every process of a session."""
+"""Helpers for tests that start processes: free loopback ports, a SIGTERM once ready, stopping a whole session."""
 
 from __future__ import annotations
 
 import os
 import signal
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 import psutil
 
@@ -19,6 +22,28 @@ def free_ports(count: int) -> list[int]:
     finally:
         for sock in sockets:
             sock.close()
+
+
+def sigterm_once_ready(folder: Path, reason: str, setup: str = "", context: str = "contextlib.nullcontext()"):
+    """A Python process with medplay's SIGTERM handler (stop folder `folder`, 600 s grace, `reason` its why-not-wait
+    callback) that waits inside `context`: SIGTERM once it says `ready`; its exit status and output."""
+    code = (
+        "import contextlib, sys, time\nfrom pathlib import Path\n"
+        "from medical_team.verl_ext.reliability.graceful_stop import install_sigterm_handler, stopped_while\n"
+        f"folder = Path(sys.argv[1])\n{setup}\ninstall_sigterm_handler(folder, 600, {reason})\n"
+        f"try:\n    with {context}:\n        print('ready', flush=True)\n        time.sleep(600)\n"
+        "except KeyboardInterrupt:\n    print('stopped:', stopped_while[0], flush=True)\n"
+    )
+    process = subprocess.Popen([sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None
+    said = []
+    for line in process.stdout:
+        said.append(line)
+        if line == "ready\n":
+            break
+    process.send_signal(signal.SIGTERM)
+    out, _ = process.communicate(timeout=60)
+    return process.returncode, "".join(said) + out
 
 
 def stop_session(session_id: int, grace_s: float = 20) -> None:

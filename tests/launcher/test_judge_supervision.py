@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from judge_folders import served_judge_run
+from processes import sigterm_once_ready
 
 from medical_team.launcher import served_judge
 from medical_team.launcher.judge_wait_relay import JudgeWaitRelay
@@ -237,20 +237,8 @@ def test_the_relay_says_workers_wait_lines_and_knows_who_still_waits(tmp_path, c
 
 def test_sigterm_while_games_wait_on_the_judge_stops_at_once(tmp_path):
     """The stop request is written and the main thread interrupted; the grace period is not waited out."""
-    code = (
-        "import sys, time\nfrom pathlib import Path\n"
-        "from medical_team.verl_ext.reliability.graceful_stop import install_sigterm_handler, stopped_while\n"
-        "install_sigterm_handler(Path(sys.argv[1]), 600, lambda: '2 game(s) waiting for the judge')\n"
-        "try:\n    print('ready', flush=True)\n    time.sleep(600)\n"
-        "except KeyboardInterrupt:\n    print('stopped:', stopped_while[0], flush=True)\n"
-    )
-    process = subprocess.Popen(
-        [sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True, env={**os.environ}
-    )
-    assert process.stdout is not None and process.stdout.readline() == "ready\n"
-    process.send_signal(signal.SIGTERM)
-    out, _ = process.communicate(timeout=60)
-    assert process.returncode == 0
+    status, out = sigterm_once_ready(tmp_path, "lambda: '2 game(s) waiting for the judge'")
+    assert status == 0
     assert "SIGTERM received while 2 game(s) waiting for the judge: stopping now" in out
     assert out.splitlines()[-1] == "stopped: SIGTERM received while 2 game(s) waiting for the judge"
     assert (tmp_path / "medplay_stop_requested").is_file()

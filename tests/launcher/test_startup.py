@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 import re
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from pprint import pformat
+
+from processes import sigterm_once_ready
 
 from medical_team.launcher.launch import stop_cannot_wait
 from medical_team.launcher.startup import TRAINER_STAGES, TrainerStages, stage
@@ -118,26 +116,13 @@ def test_a_stop_does_not_wait_for_a_step_while_the_trainer_starts(tmp_path: Path
 
 def test_sigterm_while_the_trainer_starts_stops_at_once(tmp_path: Path):
     """A real process: the stop request is written and the main thread interrupted, the 600 s grace not waited out."""
-    code = (
-        "import sys, time\nfrom pathlib import Path\n"
+    setup = (
         "from medical_team.launcher.launch import stop_cannot_wait\n"
         "from medical_team.launcher.startup import TrainerStages\n"
-        "from medical_team.verl_ext.reliability.graceful_stop import install_sigterm_handler, stopped_while\n"
-        "folder = Path(sys.argv[1])\n(folder / 'train.log').write_text('')\n"
-        "stages = TrainerStages(folder / 'train.log', poll_s=0.1)\n"
-        "install_sigterm_handler(folder, 600, stop_cannot_wait(stages, lambda: None))\n"
-        "try:\n    with stages:\n        print('ready', flush=True)\n        time.sleep(600)\n"
-        "except KeyboardInterrupt:\n    print('stopped:', stopped_while[0], flush=True)\n"
+        "(folder / 'train.log').write_text('')\nstages = TrainerStages(folder / 'train.log', poll_s=0.1)"
     )
-    process = subprocess.Popen(
-        [sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True, env={**os.environ}
-    )
-    assert process.stdout is not None
-    assert process.stdout.readline() == "medplay: trainer process: starting\n"
-    assert process.stdout.readline() == "ready\n"
-    process.send_signal(signal.SIGTERM)
-    out, _ = process.communicate(timeout=60)
-    assert process.returncode == 0
+    status, out = sigterm_once_ready(tmp_path, "stop_cannot_wait(stages, lambda: None)", setup, context="stages")
+    assert status == 0 and out.startswith("medplay: trainer process: starting\nready\n")
     starting = "verl's trainer was still starting (trainer process), with no step to save"
     assert f"SIGTERM received while {starting}: stopping now, without waiting for a step to end" in out
     assert out.splitlines()[-1] == f"stopped: SIGTERM received while {starting}"
