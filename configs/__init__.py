@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import importlib.resources
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any
 
 PROFILE_GROUP = "profile"  # configs/profile/NAME.yaml, chosen with `profile=NAME`
 
 
-@lru_cache(maxsize=1)
+@cache
 def packaged_section() -> dict[str, Any]:
     """medplay.yaml's `medplay:` section (no profile, no overrides) as plain, resolved values; do not mutate it."""
     from omegaconf import OmegaConf
