@@ -49,6 +49,7 @@ def test_command_takes_the_kv_cache_in_bytes_beside_a_gpu_share_and_alone_on_cpu
     )
     assert cpu[cpu.index("--kv-cache-memory-bytes") + 1] == str(1 << 26) and "--gpu-memory-utilization" not in cpu
     assert "--enforce-eager" in cpu and cpu[cpu.index("--dtype") + 1] == "float32"
+    assert "--language-model-only" in gpu and "--language-model-only" in cpu
 
 
 def test_missing_judge_model_names_the_folder_and_the_fix(tmp_path: Path) -> None:
