@@ -162,8 +162,7 @@ def vllm_command(model: Path, port: int, serve: ServeSettings, *, on_cpu: bool) 
         "--dtype", "float32" if on_cpu and serve.dtype == "auto" else serve.dtype,
         "--max-num-seqs", str(serve.max_num_seqs),
         "--disable-log-stats",
-        # The judge reads text only: no vision tower, no image processor, no warm-up of it (37 s of MedGemma
-        # 4B's start on an H200, docs/benchmarks.md). vLLM ignores the flag for a text-only model.
+        # The judge reads text only: no vision tower, no image processor, no warm-up of it (docs/judge.md).
         "--language-model-only",
     ]  # fmt: skip
     if serve.max_model_len is not None:
