@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from medical_team.judge_kinds import BACKEND_KINDS
@@ -119,6 +119,11 @@ class ModelShape:
         names = sizes if isinstance(target_modules, str) and target_modules == "all-linear" else target_modules
         names = [names] if isinstance(names, str) else names
         return rank * self.layers * sum(sizes.get(name.split(".")[-1], 0) for name in names)
+
+    @property
+    def language_model(self) -> ModelShape:
+        """The text decoder alone: what the served judge loads (vLLM's `--language-model-only`, no vision tower)."""
+        return replace(self, extra_params=0)
 
     def weights_gib(self, quantization: str | None = None) -> float:
         """Serving weights: bf16, or with fp8 the decoder's linear layers in one byte each."""
@@ -266,7 +271,7 @@ def plan_inputs(config: Mapping) -> PlanInputs:
     )
     return PlanInputs(
         policy=model_shape(str(_get(config, f"{arr}.model.path")), QWEN3_4B),
-        judge=model_shape(str(_get(config, "medplay.judge.model")), MEDGEMMA_4B) if judge_on_gpu else None,
+        judge=model_shape(str(_get(config, "medplay.judge.model")), MEDGEMMA_4B).language_model if judge_on_gpu else None,
         lora_rank=int(_get(config, f"{arr}.model.lora_rank")),
         target_modules=target if isinstance(target, str) else tuple(target),
         model_dtype=str(_get(config, f"{fsdp}.model_dtype")),

@@ -40,7 +40,9 @@ MIN_SHM_GIB = 1.0
 # The served judge of the GPU profiles (medplay.judge.backend: vllm): MedGemma 4B (medical_team/hardware/memory_plan.py has
 # its shape), beside its own activations, CUDA graphs and context; one judge request is ~3 K tokens.
 JUDGE_OVERHEAD_GIB = VLLM_OVERHEAD_GIB
-JUDGE_KV_KIB_PER_TOKEN = MEDGEMMA_4B.kv_bytes_per_token // 1024
+# The served judge loads its language model only (vLLM's `--language-model-only`): no vision tower.
+SERVED_JUDGE = MEDGEMMA_4B.language_model
+JUDGE_KV_KIB_PER_TOKEN = SERVED_JUDGE.kv_bytes_per_token // 1024
 JUDGE_REQUEST_TOKENS = 3072
 # verl's default attention (actor_rollout_ref.model.override_config.attn_implementation), the only one
 # that needs the flash-attn package (sdpa and eager come with torch).
@@ -57,7 +59,7 @@ class JudgeShare:
     def budget(self, vram_gib: float) -> tuple[float, float, int]:
         """(judge share GiB, its KV cache GiB, judge requests that fit at once) on a GPU of `vram_gib`."""
         share = self.fraction * vram_gib
-        kv_gib = share - MEDGEMMA_4B.weights_gib(self.quantization) - JUDGE_OVERHEAD_GIB
+        kv_gib = share - SERVED_JUDGE.weights_gib(self.quantization) - JUDGE_OVERHEAD_GIB
         tokens = max(0.0, kv_gib) * GIB / (JUDGE_KV_KIB_PER_TOKEN * 1024)
         return share, kv_gib, int(tokens // JUDGE_REQUEST_TOKENS)
 
@@ -487,7 +489,7 @@ def judge_fit(profile: HardwareProfile, vram_gib: float) -> tuple[str, list[str]
     share, kv_gib, requests = judge.budget(vram_gib)
     note = (
         f"Judge (MedGemma 4B, vLLM): {judge.fraction:g} x {vram_gib:.1f} GiB = {share:.1f} GiB for "
-        f"{MEDGEMMA_4B.weights_gib(judge.quantization):.1f} GiB of weights, {JUDGE_OVERHEAD_GIB:g} GiB of "
+        f"{SERVED_JUDGE.weights_gib(judge.quantization):.1f} GiB of weights, {JUDGE_OVERHEAD_GIB:g} GiB of "
         f"activations and {kv_gib:.1f} GiB "
         f"of KV cache (~{requests} judge requests at once)."
     )

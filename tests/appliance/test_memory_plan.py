@@ -205,13 +205,15 @@ def test_medplay_probe_plan_writes_the_json(tmp_path):
 def test_each_vllm_engine_gets_its_kv_cache_in_bytes_from_what_its_share_leaves():
     plan = compose_plan("80g", [], H100_GIB)
     rollout = {phase.name: phase for phase in plan.phases}["rollout"].terms
-    for name, shape, share in (("rollout", QWEN3_4B, 0.45), ("judge", MEDGEMMA_4B, 0.2)):
+    # the served judge loads its language model only (vLLM's --language-model-only): no vision tower
+    for name, shape, share in (("rollout", QWEN3_4B, 0.45), ("judge", MEDGEMMA_4B.language_model, 0.2)):
         left = (share * H100_GIB - shape.weights_gib() - VLLM_OVERHEAD_GIB) * GIB
         cache = plan.kv_cache[name]
         assert cache["kv_cache_bytes"] == int(left) // MIB * MIB and cache["kv_cache_bytes"] % MIB == 0
         assert rollout[f"{name}_vllm_share"] == pytest.approx(share * H100_GIB)
         assert f"{name} vLLM KV cache: {cache['kv_cache_bytes']} bytes" in "\n".join(plan.notes)
     assert plan.kv_cache["judge"]["kv_tokens"] == plan.kv_cache["judge"]["kv_cache_bytes"] // (136 * 1024)
+    assert plan.kv_cache["judge"]["weights_gib"] == pytest.approx(MEDGEMMA_4B.weights_gib() - 0.77, abs=0.01)
 
 
 def test_a_kv_cache_given_in_bytes_is_planned_as_given():
