@@ -49,14 +49,18 @@ WORKDIR /opt/medplay
 # flash-attn compiles from source: parallel jobs (each takes several GiB of RAM) and target GPU architectures.
 ARG MAX_JOBS=4
 ARG FLASH_ATTN_CUDA_ARCHS="80;90;100;120"
-COPY docker/requirements-gpu.lock docker/requirements-gpu.lock
-# Everything but flash-attn first: flash-attn's build needs the installed torch (no build isolation).
+COPY docker/requirements-gpu.lock docker/cpu-only-pins.txt docker/
+COPY requirements/cpu.lock requirements/cpu.lock
+# Everything but flash-attn first: flash-attn's build needs the installed torch (no build isolation). The CPU
+# lock's pins, but those docker/cpu-only-pins.txt names, constrain what the lock leaves open (docs/stack.md).
 # Later installs use the lock as constraints, which pip accepts only without extras (`verl[verl-core]`).
 RUN --mount=type=secret,id=pip-ca \
     if [ -s /run/secrets/pip-ca ]; then export PIP_CERT=/run/secrets/pip-ca; fi \
     && grep -v '^flash-attn==' docker/requirements-gpu.lock > /tmp/stack.txt \
-    && pip install -r /tmp/stack.txt \
-    && rm /tmp/stack.txt \
+    && grep -v -i -E "^($(grep -v '^#' docker/cpu-only-pins.txt | paste -sd'|' -))==" requirements/cpu.lock \
+        > /tmp/shared.txt \
+    && pip install -r /tmp/stack.txt -c /tmp/shared.txt \
+    && rm /tmp/stack.txt /tmp/shared.txt \
     && sed 's/\[[^]]*\]==/==/' docker/requirements-gpu.lock > docker/constraints-gpu.txt
 RUN --mount=type=secret,id=pip-ca \
     if [ -s /run/secrets/pip-ca ]; then export PIP_CERT=/run/secrets/pip-ca; fi \

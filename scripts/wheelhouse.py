@@ -261,6 +261,20 @@ def build_local_wheels(python: str, pins: list[Pin], built: Path) -> None:
         )
 
 
+CPU_LOCK = REPO / "requirements" / "cpu.lock"
+CPU_ONLY_PINS = REPO / "docker" / "cpu-only-pins.txt"
+
+
+def shared_constraints(path: Path) -> Path:
+    """Write the CPU lock's pins but those docker/cpu-only-pins.txt names to `path`: pip constraints for the GPU stack."""
+    cpu_only = {canonicalize_name(line.strip()) for line in CPU_ONLY_PINS.read_text().splitlines()
+                if line.strip() and not line.startswith("#")}  # fmt: skip
+    kept = [line for line in CPU_LOCK.read_text().splitlines()
+            if "==" in line and not line.startswith("#") and canonicalize_name(line.split("==")[0]) not in cpu_only]  # fmt: skip
+    path.write_text("\n".join(kept) + "\n")
+    return path
+
+
 # Lock pins published only as sdists that build without a compiler (a wheel is built here, once).
 SDIST_BUILDS = {"antlr4-python3-runtime", "rouge-score"}
 
@@ -285,6 +299,8 @@ def resolve(python: str, image: dict[str, str], pins: list[Pin], built: Path, gl
                 target,
                 "--find-links",
                 str(built),
+                "--constraint",
+                str(shared_constraints(report.with_name("cpu-lock-constraints.txt"))),
                 *platform_args(image, glibc),
                 *requirements,
                 *bench_pins(),

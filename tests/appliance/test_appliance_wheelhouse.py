@@ -271,3 +271,17 @@ def test_make_wheelhouse_runs_the_script_with_the_lock_python():
 def test_the_gpu_script_passes_shellcheck(script: Path):
     result = subprocess.run([VENV_BIN / "shellcheck", script], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stdout
+
+
+def test_the_dockerfile_and_the_wheelhouse_constrain_the_gpu_stack_with_the_same_cpu_pins(tmp_path: Path) -> None:
+    """The Dockerfile's gpu stage filters requirements/cpu.lock with docker/cpu-only-pins.txt as the wheelhouse does."""
+    dockerfile = (REPO / "Dockerfile").read_text()
+    command = next(line for line in dockerfile.splitlines() if "docker/cpu-only-pins.txt |" in line)
+    command = command.strip().removeprefix("&& ").removesuffix("\\").strip()
+    filtered = subprocess.run(["bash", "-c", command], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    shared = wheelhouse.shared_constraints(tmp_path / "shared.txt").read_text()
+
+    pins = [line for line in filtered.splitlines() if not line.startswith("#")]
+    assert pins == shared.splitlines()
+    assert not any(line.lower().startswith(("triton==", "xgrammar==", "apache-tvm-ffi==")) for line in pins)
+    assert "pydantic==" in shared and len(pins) > 200
