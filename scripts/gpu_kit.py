@@ -388,8 +388,9 @@ def games_trained(ladder_dir: Path) -> str:
         metrics = ladder_dir / rung / "checkpoints" / "metrics.jsonl"
         if metrics.is_file():
             steps = read_step_records(metrics).steps
-            games = sum(int(data.get("game/games", 0)) for data in steps.values())
-            lines.append(f"{rung}: {len(steps)} steps, {games} games trained on")
+            trained = [step for step in steps if step > 0]  # step 0: the validation before the first step
+            games = sum(int(steps[step].get("game/games", 0)) for step in trained)
+            lines.append(f"{rung}: {len(trained)} steps, {games} games trained on")
     return "; ".join(lines) or "no RL rung logged a step"
 
 

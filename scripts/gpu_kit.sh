@@ -11,11 +11,11 @@
 #   bench     the self-play step / verl's stock single-turn step, same GPU, model and profile (rules judge);
 #             PART selfplay|stock runs one of the two (on a GPU, one per call); the ratio comes once both ran
 #   ladder    scripts/learning_ladder.sh gpu PART (the learning ladder), its outputs collected
-#   learn     the learning run in one call: SmolLM2-135M (LADDER_MODEL=gemma3-270m: Gemma 3 270M), SFT, greedy eval
-#             of the benchmark, RL on ground truth for
-#             as many steps as the limit leaves, the same eval, `medplay compare`; or in two: PART sft (the model,
-#             SFT, its eval), then PART rl (RL, its eval, the comparison); PART selfplay: the self-play rung
-#             from the same SFT weights, its eval and the comparison of all rungs (a later call)
+#   learn     the learning run in one call: SmolLM2-135M (LADDER_MODEL=gemma3-270m: Gemma 3 270M), SFT, then RL on
+#             ground truth for as many steps as the limit leaves, the benchmark scored greedily by the RL trainer's
+#             validation before its first step and after its last, `medplay compare`; or in two: PART sft (the model,
+#             SFT), then PART rl (RL with its validations, the comparison); PART selfplay: the self-play rung from
+#             the same SFT weights, its validation and the comparison of all rungs (a later call)
 # --cpu runs the same phase on the CPU: the project's environment, the tiny model and profile cpu-smoke.
 # Knobs: PARTS, SITE (/root/medplay-site), WORK (/root/medplay-work; --cpu: build/gpu-kit-cpu), STEPS, LIMIT_S,
 # EXTRA (more Hydra overrides for the training runs, space-separated), PYTHON (--cpu: .venv/bin/python).
@@ -150,10 +150,10 @@ learn() {
     local scale parts status=0
     scale="$([[ "${cpu}" == 1 ]] && echo tiny || echo gpu)"
     case "${part}" in
-        "") parts=(prepare sft eval-sft rl eval-rl compare) ;;
-        sft) parts=(prepare sft eval-sft) ;;
-        rl) parts=(rl eval-rl compare) ;;
-        selfplay) parts=(selfplay eval-selfplay compare) ;;
+        "") parts=(prepare sft rl compare) ;;
+        sft) parts=(prepare sft) ;;
+        rl) parts=(rl compare) ;;
+        selfplay) parts=(selfplay compare) ;;
         *) echo "gpu_kit learn: PART is sft, rl, selfplay or nothing" >&2; exit 2 ;;
     esac
     local ladder_dir="${work}/ladder"
@@ -164,7 +164,8 @@ learn() {
         "${scale}" "${parts[@]}" > "${out}/learn-console.txt" 2>&1 || status=$?
     cp "${ladder_dir}/ladder.md" "${ladder_dir}/ladder.json" "${ladder_dir}/times.tsv" "${out}/" 2>/dev/null || true
     (cd "${ladder_dir}" && tar -czf "${out}/learn-files.tar.gz" --ignore-failed-read logs report-* \
-        eval-*/eval.json eval-*/eval.md eval-*/responses.jsonl ./*/checkpoints/metrics.jsonl ./*/logs ./*/*.log \
+        ./*/validation/step_*/eval.json ./*/validation/step_*/eval.md ./*/validation/step_*/responses.jsonl \
+        ./*/checkpoints/metrics.jsonl ./*/logs ./*/*.log \
         2>/dev/null) || true
     tail -n 40 "${out}/learn-console.txt"
     local trained

@@ -117,3 +117,18 @@ def test_negative_seed_is_an_argument_error(tmp_path, capsys):
         main(["convert", "--output", str(tmp_path), "--seed", "-1"])
     assert caught.value.code == 2
     assert "--seed" in capsys.readouterr().err
+
+
+def test_benchmark_notes_keeps_the_first_notes_that_eval_limit_scores(tmp_path):
+    from medical_team.evaluate.benchmark import load_benchmark
+
+    assert main(["convert", "--output", str(tmp_path), "--benchmark-notes", "5"]) == 0
+    written = load_benchmark(tmp_path / "benchmark.parquet")
+    assert [g.text_id for g in written.golds] == [g.text_id for g in load_benchmark(None).head(5).golds]
+    assert json.loads((tmp_path / "dataset_report.json").read_text())["files"]["benchmark.parquet"] == 5
+
+
+def test_benchmark_notes_below_one_is_refused(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["convert", "--output", str(tmp_path), "--benchmark-notes", "0"])
+    assert "--benchmark-notes" in capsys.readouterr().err

@@ -55,6 +55,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         default=BenignAttackMode.INJECT.value,
         help="attacker task in adversarial_benign games (default inject)",
     )
+    parser.add_argument(
+        "--benchmark-notes",
+        type=int_at_least(1),
+        metavar="N",
+        help="write only the benchmark's first N notes (default all): the notes `medplay eval --limit N` scores, "
+        "for a training run's validation on a few notes (docs/evaluation.md)",
+    )
     parser.add_argument("--encoding", default="utf-8", help="encoding of the CSV files (default utf-8)")
     parser.set_defaults(run=run)
 
@@ -70,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
         include_clean_notes=args.include_clean_notes,
         benign_mode=BenignAttackMode(args.benign_mode),
         encoding=args.encoding,
+        benchmark_notes=args.benchmark_notes,
     )
     inputs = args.input or [bundled_csv(VALIDATION_CSV)]
     benchmark = args.benchmark or bundled_csv(TEST_CSV)

@@ -10,13 +10,14 @@ import argparse
 import os
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from medical_team.errors import UserInputError
 
 if TYPE_CHECKING:
     from medical_team.evaluate.crossplay import Checkpoint
     from medical_team.evaluate.generation import GenerationSettings
+    from medical_team.evaluate.gold import GoldNote
     from medical_team.game.batch import Generator
     from medical_team.game.judging import Judge
 
@@ -50,18 +51,17 @@ def run(args: argparse.Namespace) -> int:
         _positive(flag, value)
     if args.crossplay is not None:
         return run_crossplay(args)
+    if args.responses is not None:
+        return run_validation_answers(args)
     return run_benchmark(args)
 
 
 def run_benchmark(args: argparse.Namespace) -> int:
     """Load the benchmark and the model, generate, score, write DIR/eval.json and DIR/eval.md, print the comparison."""
     from medical_team.evaluate.benchmark import load_benchmark
-    from medical_team.evaluate.evaluation import EVAL_JSON, EVAL_MD, evaluate, write_outputs
+    from medical_team.evaluate.evaluation import evaluate
     from medical_team.evaluate.generation import GenerationSettings, choose_backend, make_generator
     from medical_team.evaluate.model_source import resolve_model
-    from medical_team.evaluate.official import REFERENCE_CSV
-    from medical_team.evaluate.submission import SUBMISSION_TXT, submission_note
-    from medical_team.evaluate.summary import console_table
 
     benchmark = load_benchmark(args.benchmark).head(args.limit)
     for reason, count in benchmark.skipped.items():
@@ -78,17 +78,34 @@ def run_benchmark(args: argparse.Namespace) -> int:
     load_seconds = round(time.perf_counter() - started, 1)  # vLLM's engine start; not in generation.seconds
     about = {"model": str(args.model), "resolved_model": str(model), "backend": backend, "load_seconds": load_seconds}
     result, responses = evaluate(generator, benchmark, settings, about)
-    output = Path(args.output)
-    submission = write_outputs(result, responses, benchmark.golds, output)
+    _write_and_report(result, responses, benchmark.golds, Path(args.output))
+    return 0
+
+
+def run_validation_answers(args: argparse.Namespace) -> int:
+    """Score the answers a trainer's validation wrote (`--responses`) as a model's answers are scored; write DIR."""
+    from medical_team.evaluate.evaluation import score_validation_answers
+
+    result, responses, benchmark = score_validation_answers(Path(args.responses))
+    print(f"scoring {len(responses)} answers of {result['model']} on {benchmark.source} ({args.responses})")
+    _write_and_report(result, responses, benchmark.golds, Path(args.output))
+    return 0
+
+
+def _write_and_report(result: dict[str, Any], responses: list[str], golds: list[GoldNote], output: Path) -> None:
+    """Write the eval folder and print its table and where every file went."""
+    from medical_team.evaluate.evaluation import EVAL_JSON, EVAL_MD, write_outputs
+    from medical_team.evaluate.official import REFERENCE_CSV
+    from medical_team.evaluate.submission import SUBMISSION_TXT, submission_note
+    from medical_team.evaluate.summary import console_table
+
+    submission = write_outputs(result, responses, golds, output)
     print(console_table(result))
     print(
         f"format violation rate {result['format_violation_rate']:.3f}; wrote {output / EVAL_JSON} and {output / EVAL_MD}"
     )
     print(submission_note(submission, output / SUBMISSION_TXT))
-    print(
-        f"wrote {output / REFERENCE_CSV}: the reference of these {len(benchmark.golds)} notes for the official script"
-    )
-    return 0
+    print(f"wrote {output / REFERENCE_CSV}: the reference of these {len(golds)} notes for the official script")
 
 
 def _checkpoints(given: list[str]) -> list[Checkpoint]:
@@ -199,6 +216,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--model", help="HF model folder, verl checkpoint folder (with an HF export), or cached hub id")
+    which.add_argument(
+        "--responses",
+        metavar="FOLDER",
+        help="score the answers a trainer's validation on the benchmark wrote (<medplay.validation_dir>/step_<N>/: "
+        "responses.jsonl and validation.json) exactly as a model's answers are scored; no model is loaded",
+    )
     which.add_argument(
         "--crossplay",
         nargs="+",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,15 @@ class Benchmark:
         if limit is None:
             return self
         return Benchmark(self.source, self.prompts[:limit], self.golds[:limit], self.skipped)
+
+    def only(self, text_ids: Collection[str]) -> Benchmark:
+        """The notes whose id is in `text_ids`, in file order; ValueError naming an id the benchmark lacks."""
+        known = {gold.text_id for gold in self.golds}
+        unknown = sorted(set(text_ids) - known)
+        if unknown:
+            raise ValueError(f"note {unknown[0]} is not in the benchmark {self.source}")
+        kept = [i for i, gold in enumerate(self.golds) if gold.text_id in text_ids]
+        return Benchmark(self.source, [self.prompts[i] for i in kept], [self.golds[i] for i in kept], self.skipped)
 
 
 def load_benchmark(path: str | Path | None) -> Benchmark:

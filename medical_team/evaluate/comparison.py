@@ -146,9 +146,10 @@ def compare(rungs: Sequence[Rung]) -> dict[str, Any]:
         raise UserInputError("nothing to compare; give at least one --eval NAME=DIR", field="--eval")
     for rung in rungs[1:]:
         if rung.text_ids != rungs[0].text_ids:
+            other = sorted(set(rung.text_ids) ^ set(rungs[0].text_ids)) or ["none (another order)"]
             raise UserInputError(
-                f"scored other notes than {rungs[0].name} ({len(rung.text_ids)} vs {len(rungs[0].text_ids)}); "
-                "evaluate every checkpoint on the same benchmark and --limit",
+                f"scored other notes than {rungs[0].name} ({len(rung.text_ids)} vs {len(rungs[0].text_ids)}, "
+                f"first note in one only: {other[0]}); evaluate every checkpoint on the same benchmark and --limit",
                 file=str(Path(rung.source) / EVAL_JSON),
                 field="predictions",
             )

@@ -8,8 +8,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from medical_team.benchmark_answers import RESPONSES_JSONL, read_benchmark_answers
+from medical_team.errors import UserInputError
 from medical_team.evaluate.baselines import baseline_scores
-from medical_team.evaluate.benchmark import Benchmark
+from medical_team.evaluate.benchmark import Benchmark, load_benchmark
 from medical_team.evaluate.generation import GenerationSettings, generate_all
 from medical_team.evaluate.gold import GoldNote
 from medical_team.evaluate.official import REFERENCE_CSV, official_scores_of, write_reference
@@ -21,7 +23,6 @@ from medical_team.game.batch import Generator
 
 EVAL_JSON = "eval.json"
 EVAL_MD = "eval.md"
-RESPONSES_JSONL = "responses.jsonl"
 # How the two sets of figures in eval.json are defined (docs/evaluation.md has the details).
 DEFINITIONS = {
     "strict": "medplay's MEDIQA-CORR 2024 scores (top-level keys): an unreadable verdict or a quote matching no "
@@ -37,26 +38,37 @@ def evaluate(
     started = time.perf_counter()
     responses = generate_all(generator, benchmark.prompts, settings.batch_size)
     seconds = time.perf_counter() - started
+    generation = {
+        "max_new_tokens": settings.max_new_tokens,
+        "batch_size": settings.batch_size,
+        "native_thinking": settings.native_thinking,
+        "decoding": "greedy",
+        "seconds": round(seconds, 3),
+        "notes_per_second": round(len(responses) / seconds, 3) if seconds > 0 else None,
+    }
+    return scored_result(responses, benchmark, generation, about), responses
+
+
+def scored_result(
+    responses: Sequence[str], benchmark: Benchmark, generation: dict[str, Any], about: dict[str, Any]
+) -> dict[str, Any]:
+    """eval.json's content: each response parsed and scored against its note's ground truth (one per note, in order).
+
+    `generation` says how the responses were made: here (`evaluate`) or by the trainer's validation
+    (`score_validation_answers`).
+    """
     predictions = [predict_from_response(text, gold) for text, gold in zip(responses, benchmark.golds, strict=True)]
-    result: dict[str, Any] = {
+    return {
         **about,
         "benchmark": benchmark.source,
         "benchmark_rows_skipped": benchmark.skipped,
-        "generation": {
-            "max_new_tokens": settings.max_new_tokens,
-            "batch_size": settings.batch_size,
-            "native_thinking": settings.native_thinking,
-            "decoding": "greedy",
-            "seconds": round(seconds, 3),
-            "notes_per_second": round(len(responses) / seconds, 3) if seconds > 0 else None,
-        },
+        "generation": generation,
         "definitions": DEFINITIONS,
         **score_predictions(benchmark.golds, predictions),
         "official": official_scores_of(predictions, benchmark.golds),
         "baselines": baseline_scores(benchmark.golds),
         "predictions": [p.as_json() for p in predictions],
     }
-    return result, responses
 
 
 def write_outputs(
@@ -73,3 +85,18 @@ def write_outputs(
             )
     write_reference(golds, output / REFERENCE_CSV)
     return write_submission([NotePrediction.from_json(p) for p in result["predictions"]], output / SUBMISSION_TXT)
+
+
+def score_validation_answers(folder: Path) -> tuple[dict[str, Any], list[str], Benchmark]:
+    """A training run's validation answers in `folder` (medical_team/benchmark_answers.py), scored like `evaluate`.
+
+    Returns eval.json's content, the responses and the notes answered (in benchmark order).
+    """
+    about, answers = read_benchmark_answers(folder)
+    try:
+        benchmark = load_benchmark(about["benchmark"]).only(answers)
+    except ValueError as error:
+        raise UserInputError(str(error), file=str(folder / RESPONSES_JSONL), field="text_id") from None
+    responses = [answers[gold.text_id] for gold in benchmark.golds]
+    meta = {key: about[key] for key in ("model", "backend", "step") if key in about}
+    return scored_result(responses, benchmark, about.get("generation", {}), meta), responses, benchmark

@@ -49,7 +49,8 @@ def _intro(result: dict[str, Any]) -> str:
     """One paragraph: which model, how it generated, on which notes."""
     generation = result["generation"]
     return (
-        f"Model `{result['model']}` ({result['backend']}, greedy, at most {generation['max_new_tokens']} new tokens) "
+        f"Model `{result['model']}` ({result['backend']}, {generation['decoding']}, at most "
+        f"{generation['max_new_tokens']} new tokens) "
         f"on `{result['benchmark']}`: {result['notes']} notes ({result['error_notes']} with an error, "
         f"{result['clean_notes']} clean). Scored with the MEDIQA-CORR 2024 definitions twice: *{STRICT_LABEL}* "
         "(medplay: an unreadable verdict or a quote that matches no sentence is wrong; ROUGE-1 of `rouge-score`) "

@@ -53,6 +53,7 @@ class ConvertOptions:
     include_clean_notes: bool = False
     benign_mode: BenignAttackMode = BenignAttackMode.INJECT
     encoding: str = "utf-8"
+    benchmark_notes: int | None = None  # only the benchmark's first N notes (None: all)
 
 
 def game_row(
@@ -171,7 +172,7 @@ def convert_medec(
     _check_benchmark_separate(inputs, benchmark, loaded, bench)
     notes = [note for result in loaded for note in result.notes]
     dataset = build_game_dataset(notes, options)
-    benchmark_rows = build_benchmark(bench.notes)
+    benchmark_rows = build_benchmark(bench.notes[: options.benchmark_notes])
 
     write_verl_parquet(dataset.train_rows, output_dir / TRAIN_PARQUET)
     write_verl_parquet(dataset.val_rows, output_dir / VAL_PARQUET)
@@ -187,7 +188,7 @@ def convert_medec(
         write_sft_parquet(rows, output_dir / name)
 
     report = _report(options, loaded, bench, dataset)
-    report["files"].update({name: len(rows) for name, rows in sft.items()})
+    report["files"].update({name: len(rows) for name, rows in sft.items()}, **{BENCHMARK_PARQUET: len(benchmark_rows)})
     (output_dir / REPORT_JSON).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return report
 

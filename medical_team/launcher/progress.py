@@ -17,6 +17,7 @@ from medical_team.console import say
 from medical_team.errors import UserInputError
 from medical_team.game.alarm import STREAK_PREFIX, AlarmFiring
 from medical_team.metrics_records import parse_record
+from medical_team.verl_ext.benchmark_validation import BENCHMARK_ACCURACY_METRIC
 from medical_team.verl_ext.settings import MonitorSettings
 
 # (metric, format) shown after the bar; the per-step summary after training shows more.
@@ -26,6 +27,7 @@ KEY_METRICS = (
     ("attacker/success_rate", "attacker success {:.2f}"),
     ("game/tie_rate", "ties {:.2f}"),
     ("actor/pg_loss", "pg_loss {:.3g}"),
+    (BENCHMARK_ACCURACY_METRIC, "benchmark acc {:.2f}"),
 )
 BAR_WIDTH = 20
 

@@ -12,7 +12,9 @@ tagged in `extra_fields` with `role` and `category`. `SelfPlayAgentLoopWorker` r
 game and hands verl only the outputs that train (training mode, removed ties).
 
 `medplay_assessor` (validation) plays the row's seed as a vanilla game and leaves the reward to
-verl's reward loop, which calls `medical_team.verl_ext.reward_fn.compute_score`.
+verl's reward loop, which calls `medical_team.verl_ext.reward_fn.compute_score`. On a benchmark row it also
+hands the worker the note's id and the response text, which the trainer writes for `medplay eval --responses`
+(`medical_team.verl_ext.benchmark_validation`).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from medical_team.verl_ext.judge_factory import judge_executor, selfplay_gold_pr
 from medical_team.verl_ext.learning_probe import probe_reward, shows_behaviour
 from medical_team.verl_ext.rows import seed_of_row
 from medical_team.verl_ext.settings import SelfPlaySettings, settings_from_trainer_config
-from medical_team.vocab import Role
+from medical_team.vocab import BENCHMARK_DATA_SOURCE, Role
 
 SELFPLAY_AGENT = "medplay_selfplay"
 ASSESSOR_AGENT = "medplay_assessor"
@@ -48,6 +50,7 @@ GAME_FIELD = "medplay_game"
 JUDGE_STATS_FIELD = "medplay_judge_stats"
 TRACE_FIELD = "medplay_trace"
 PROBE_FIELD = "medplay_probe_behaviour"
+BENCHMARK_ANSWER_FIELD = "medplay_benchmark_answer"  # validation on benchmark rows: the note's id and response text
 
 # Judge outages met by the agent loops of this worker process. verl turns a failed agent loop into a
 # failed sample group and later fails the step with an error of its own; the trainer asks for these
@@ -220,6 +223,11 @@ class AssessorAgentLoop(_TurnPlayer):
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> AgentLoopOutput:
         """One assessor turn on the seed note, unscored."""
-        seed, _ = seed_of_row(kwargs.get("data_source"), kwargs["extra_info"])
+        data_source = kwargs.get("data_source")
+        seed, _ = seed_of_row(data_source, kwargs["extra_info"])
         game = await play_game(as_vanilla(seed), self._generate_fn(sampling_params))
-        return self._output(game.turns[-1], None, {CATEGORY_FIELD: game.outcome.category.value})
+        turn = game.turns[-1]
+        extra: dict[str, Any] = {CATEGORY_FIELD: game.outcome.category.value}
+        if data_source == BENCHMARK_DATA_SOURCE:
+            extra[BENCHMARK_ANSWER_FIELD] = {"text_id": seed.note_id, "response": turn.generation.text}
+        return self._output(turn, None, extra)

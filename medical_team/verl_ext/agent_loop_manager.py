@@ -9,7 +9,8 @@ medical_team.verl_ext.agent_loop_manager.SelfPlayAgentLoopManager`. The worker d
   hands verl each trainable output of a game on its own, under the row uid `<prompt uid>_<role>`,
   so every output keeps its own reward and the advantage estimator can tell the roles apart. It
   also keeps the settled game for the step's metrics, including games whose samples are dropped.
-- `generate_sequences`: validation batches are played by the assessor-only loop.
+- `generate_sequences`: validation batches are played by the assessor-only loop; the answers it gives on
+  benchmark rows are kept for the trainer (`drain_benchmark_answers`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopManagerTQ, AgentLoopWorke
 from medical_team.game import JudgeStats
 from medical_team.verl_ext.agent_loop import (
     ASSESSOR_AGENT,
+    BENCHMARK_ANSWER_FIELD,
     GAME_FIELD,
     JUDGE_STATS_FIELD,
     PROBE_FIELD,
@@ -44,6 +46,7 @@ class GameLedger:
         self.records: list[dict[str, Any]] = []
         self.judge_stats = JudgeStats()
         self.probe_observations: list[tuple[str, bool]] = []  # (role, behaviour shown) per played turn, learning probe only
+        self.benchmark_answers: list[dict[str, str]] = []  # validation on benchmark rows: text_id and response
 
     def add(
         self,
@@ -67,6 +70,11 @@ class GameLedger:
         drained, self.probe_observations = self.probe_observations, []
         return drained
 
+    def drain_benchmark_answers(self) -> list[dict[str, str]]:
+        """The benchmark answers of validation kept so far, and forget them."""
+        drained, self.benchmark_answers = self.benchmark_answers, []
+        return drained
+
 
 class _SelfPlayAgentLoopWorker(AgentLoopWorkerTQ.__ray_actor_class__):
     """verl's TransferQueue agent-loop worker, with per-role outputs and a game ledger."""
@@ -86,6 +94,9 @@ class _SelfPlayAgentLoopWorker(AgentLoopWorkerTQ.__ray_actor_class__):
     ) -> None:
         """Record a self-play game, then store each trainable output alone under its role's uid."""
         outputs = output if isinstance(output, list) else [output]
+        for out in outputs:
+            if BENCHMARK_ANSWER_FIELD in out.extra_fields:
+                self.ledger.benchmark_answers.append(out.extra_fields.pop(BENCHMARK_ANSWER_FIELD))
         if validate or not outputs or GAME_FIELD not in outputs[-1].extra_fields:
             await super()._agent_loop_postprocess(output, validate, **kwargs)
             return
@@ -109,6 +120,10 @@ class _SelfPlayAgentLoopWorker(AgentLoopWorkerTQ.__ray_actor_class__):
     async def drain_probe_observations(self) -> list[tuple[str, bool]]:
         """The learning probe's (role, behaviour shown) pairs since the last call."""
         return self.ledger.drain_probe_observations()
+
+    async def drain_benchmark_answers(self) -> list[dict[str, str]]:
+        """The benchmark answers of validation since the last call (`text_id`, `response`)."""
+        return self.ledger.drain_benchmark_answers()
 
     async def take_judge_outages(self) -> list[str]:
         """The judge outages this worker's agent loops met since the last call."""
@@ -137,6 +152,14 @@ class SelfPlayAgentLoopManager(AgentLoopManagerTQ):
         """The judge outages any worker met since the last call (messages of JudgeUnavailableError)."""
         return [message for taken in ray.get([w.take_judge_outages.remote() for w in self.agent_loop_workers])
                 for message in taken]
+
+    def drain_benchmark_answers(self) -> list[dict[str, str]]:
+        """Every worker's benchmark answers of validation since the last call (`text_id`, `response`)."""
+        return [
+            answer
+            for answers in ray.get([w.drain_benchmark_answers.remote() for w in self.agent_loop_workers])
+            for answer in answers
+        ]
 
     def drain_probe_observations(self) -> list[tuple[str, bool]]:
         """The learning probe's (role, behaviour shown) pairs from every worker since the last call."""

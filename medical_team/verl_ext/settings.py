@@ -89,6 +89,7 @@ class SelfPlaySettings(Rules):
     output_dir: str = _path()
     data_dir: str = _path()
     metrics_file: str = _path()
+    validation_dir: str = _path()
     training_mode: TrainingMode
     adversarial_games: bool  # False plays every row as a vanilla game (assessor only)
     seeded_sampling: bool  # a seed per generation request and rows in data-row order: runs that repeat themselves

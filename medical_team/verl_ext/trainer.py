@@ -22,12 +22,19 @@ added to its rows before the advantages are computed (`medical_team.verl_ext.ban
 
 A LoRA actor's checkpoint is split into its PEFT adapter and a merged Hugging Face model after verl's
 save (`medical_team.verl_ext.lora_export`), before the checkpoint can become the resume point.
+
+A validation on the benchmark (`data.val_files` = `benchmark.parquet`) writes each note's response to
+`<medplay.validation_dir>/step_<N>/` for `medplay eval --responses` to score
+(`medical_team.verl_ext.benchmark_validation`, `medical_team.benchmark_answers`). A run that validates
+(`trainer.test_freq` > 0) and ends before its step cap (a stop request, an alarm) validates the step it ended on
+before it finishes, as verl does for the last step.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -37,6 +44,7 @@ from transfer_queue import KVBatchMeta
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
+from medical_team.benchmark_answers import STEP_FOLDER, write_benchmark_answers
 from medical_team.checkpoint_folder import last_checkpoint, read_tracker
 from medical_team.game import GameOutcome, JudgeStats, RewardScheme, game_metrics
 from medical_team.game.alarm import AlarmAction, CollapseAlarm
@@ -45,6 +53,7 @@ from medical_team.game.monitors import collapse_monitors
 from medical_team.judge.gold_probe import GoldFloor
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.verl_ext.band_rewards import add_to_row_rewards, band_deltas
+from medical_team.verl_ext.benchmark_validation import benchmark_file, decoding_of
 from medical_team.verl_ext.learning_probe import probe_metrics
 from medical_team.verl_ext.lora_export import export_lora
 from medical_team.verl_ext.reliability.checkpoints import StepCommits
@@ -112,6 +121,7 @@ class SelfPlayTrainer(PPOTrainerSync):
         self._step_games: list[StepGame] = []
         self._step_judge_stats = JudgeStats()
         self._saved_step: int | None = None  # the step of the last checkpoint saved
+        self._validated_step: int | None = None  # the step of the last validation
 
     def _build_replay_buffer(self) -> Any:
         """verl's replay buffer, looking for finished games every `REPLAY_POLL_S` seconds."""
@@ -189,6 +199,52 @@ class SelfPlayTrainer(PPOTrainerSync):
             log.warning(firing.message(step, action))
         if fired and action is AlarmAction.STOP:
             end_after_this_step(self, self._saved_this_step(), f"collapse alarm {fired[0].rule.name}")
+
+    def _validate(self) -> dict[str, float]:
+        """verl's validation; the answers it gave on benchmark rows are written for `medplay eval --responses`."""
+        started = time.perf_counter()
+        metrics = super()._validate()
+        seconds = time.perf_counter() - started
+        self._validated_step = self.global_steps
+        answers = self.agent_loop_manager.drain_benchmark_answers()
+        if answers:
+            self._write_benchmark_answers(answers, seconds)
+        return metrics
+
+    def _write_benchmark_answers(self, answers: list[dict[str, str]], seconds: float) -> None:
+        """This validation's benchmark answers, with how they were made, in this step's folder."""
+        rollout = self.config.actor_rollout_ref.rollout
+        start = self.config.actor_rollout_ref.model.path
+        about = {
+            "benchmark": benchmark_file(self.config.data.val_files),
+            "model": f"{start}, trained {self.global_steps} steps" if self.global_steps else start,
+            "backend": "verl validation",
+            "step": self.global_steps,
+            "generation": {
+                "max_new_tokens": int(rollout.response_length),
+                "batch_size": None,
+                "native_thinking": False,
+                "decoding": decoding_of(rollout.val_kwargs),
+                "seconds": round(seconds, 3),
+                "notes_per_second": round(len(answers) / seconds, 3) if seconds > 0 else None,
+            },
+        }
+        folder = Path(self.settings.validation_dir) / STEP_FOLDER.format(step=self.global_steps)
+        write_benchmark_answers(answers, folder, about)
+        log.warning("benchmark validation at step %s: %d answers in %s", self.global_steps, len(answers), folder)
+
+    def on_train_end(self) -> None:
+        """verl's hook; a validating run that ended before its step cap first validates the step it ended on."""
+        last_step = self.global_steps - 1
+        if self.config.trainer.test_freq > 0 and last_step > 0 and self._validated_step != last_step:
+            # verl's loop has moved to the next step; validation tags its rows and this step's folder by global_steps
+            self.global_steps = last_step
+            self.on_validate_begin()
+            metrics = self._validate()
+            self.on_validate_end()
+            self.logger.log(data=metrics, step=last_step)
+            self.global_steps = last_step + 1
+        super().on_train_end()
 
     def _last_checkpoint(self) -> str | None:
         """The checkpoint folder a resume would start from, if any."""

@@ -2,10 +2,11 @@
 
     .venv/bin/python -m pytest -q -m e2e tests/e2e/test_learning_ladder.py
 
-The kit runs `scripts/learning_ladder.sh tiny` with the tiny model: the same parts as the gpu scale (SFT, three
-greedy evals on the same notes, RL on ground truth with groups, self-play with groups, `medplay compare`,
-`medplay report`) under the same time budget, at sizes that only check the plumbing, so a GPU run cannot fail
-on a typo. What the rungs learn is docs/results/ladder-cpu.md's and ladder-gpu.md's job.
+The kit runs `scripts/learning_ladder.sh tiny` with the tiny model: the same parts as the gpu scale (SFT, RL on
+ground truth with groups, self-play with groups, each RL trainer scoring the same benchmark notes greedily in its
+validation, `medplay eval --responses`, `medplay compare`, `medplay report`) under the same time budget, at sizes
+that only check the plumbing, so a GPU run cannot fail on a typo. What the rungs learn is
+docs/results/ladder-cpu.md's and ladder-gpu.md's job.
 """
 
 from __future__ import annotations
@@ -28,15 +29,18 @@ pytestmark = [pytest.mark.e2e, pytest.mark.long, pytest.mark.timeout(2 * TRAIN_T
 
 REPO = Path(__file__).resolve().parents[2]
 # What a self-play run logs, so what its report draws: every series of docs/game.md and collapse monitor, and
-# verl's timers except `reward` (the agent loop scores training games itself) and `testing` (no validation here).
+# verl's timers except `reward` (the agent loop scores training games itself); `testing` is the benchmark's
+# validation after the last step.
 REPORTED = {
     **GAME_PLOT_LABELS,
     **MONITOR_PLOT_LABELS,
-    "step_time": ["step", "gen", "old_log_prob", "ref", "adv", "update_actor", "update_weights", "save_checkpoint"],
-}
+    "step_time": [
+        "step", "gen", "old_log_prob", "ref", "adv", "update_actor", "update_weights", "save_checkpoint", "testing"
+    ],
+}  # fmt: skip
 # The calls' parts in order (`learn` alone runs the first two calls' parts in one; `learn selfplay` compares every
-# rung evaluated).
-PARTS = ("convert", "sft", "eval-sft", "rl", "eval-rl", "compare", "selfplay", "eval-selfplay", "compare")
+# rung evaluated, scoring only the validation not scored before).
+PARTS = ("convert", "sft", "rl", "score-sft", "score-rl", "compare", "selfplay", "score-selfplay", "compare")
 # Each call's limit: generous, so that the budget never stops the 2-step rungs on a slow machine (the steps are
 # asserted), while the budget arithmetic still runs.
 LIMIT_S = 3 * TRAIN_TIMEOUT_S
@@ -98,12 +102,24 @@ def test_the_ladder_compares_three_rungs_on_the_same_notes(ladder: Path) -> None
     assert "| selfplay | 4 |" in (ladder / "ladder.md").read_text()
 
 
+def test_the_rungs_were_scored_by_their_trainers_validation(ladder: Path) -> None:
+    for rung, steps in (("rl", ["step_0", "step_2"]), ("selfplay", ["step_2"])):
+        folders = sorted(path.name for path in (ladder / rung / "validation").iterdir())
+        assert folders == steps
+        for folder in folders:
+            result = json.loads((ladder / rung / "validation" / folder / "eval.json").read_text())
+            assert (result["backend"], result["step"], result["notes"]) == ("verl validation", int(folder[5:]), 4)
+            assert result["generation"]["decoding"] == "greedy"
+
+
 def test_rl_rungs_trained_in_groups(ladder: Path) -> None:
     for rung in ("rl", "selfplay"):
         lines = (ladder / rung / "checkpoints" / "metrics.jsonl").read_text().splitlines()
         steps = {record["step"]: record["data"] for record in map(json.loads, lines)}
-        assert sorted(steps) == [1, 2]
-        for data in steps.values():
+        assert sorted(steps) == ([0, 1, 2] if rung == "rl" else [1, 2])  # step 0: the validation before training
+        for step, data in steps.items():
+            if step == 0:
+                continue
             games = {key.removeprefix("game/count/"): n for key, n in data.items() if key.startswith("game/count/")}
             assert sum(games.values()) == 4  # two seed rows, two games each
             adversarial = games["adversarial_harmful"] + games["adversarial_benign"]

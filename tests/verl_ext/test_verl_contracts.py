@@ -246,7 +246,13 @@ class _StepCommits:
 
 
 def _run_verl_fit(
-    config: DictConfig, monkeypatch: pytest.MonkeyPatch, root: Path, total: int, save_freq: int, stop_at: int = -1
+    config: DictConfig,
+    monkeypatch: pytest.MonkeyPatch,
+    root: Path,
+    total: int,
+    save_freq: int,
+    stop_at: int = -1,
+    probe_class: type[_LoopProbe] = _LoopProbe,
 ) -> _LoopProbe:
     """Run verl's `PPOTrainer.fit` on a `_LoopProbe` for `total` steps; return the probe with its records."""
     monkeypatch.setattr(trainer_base, "Tracking", _Tracking)
@@ -260,12 +266,12 @@ def _run_verl_fit(
     _StepCommits.count = 0
     config = config.copy()
     config.trainer.save_freq, config.trainer.default_local_dir = save_freq, str(root)
-    probe = _LoopProbe(config)
+    probe = probe_class(config)
     probe.global_steps, probe.total_training_steps, probe.steps_per_epoch = 0, total, 1000
     probe.checkpoint_manager = SimpleNamespace(update_weights=lambda step: None)
     probe.stop_at, probe.saves, probe.claims, probe.ended, probe._gold_floor = stop_at, [], [], False, None
     probe._init_dump_executor()
-    trainer_base.PPOTrainer.fit(probe, agent_loop_manager=None)
+    trainer_base.PPOTrainer.fit(probe, agent_loop_manager=SimpleNamespace(drain_benchmark_answers=list))
     return probe
 
 
@@ -292,6 +298,44 @@ def test_lowering_total_training_steps_ends_verls_loop_after_the_step(
     assert probe.logger.logged == list(range(1, stop_at + 1))
     assert probe.saves == [2, 3][: stop_at - 1]
     assert probe.ended
+
+
+class _ValidatingProbe(_LoopProbe):
+    """The loop probe with medplay's own `on_train_end`; verl's validation recorded instead of run."""
+
+    validated: list[int]
+
+    def on_train_end(self) -> None:
+        SelfPlayTrainer.on_train_end(self)
+        self.ended = True
+
+
+def _record_verl_validation(self: _ValidatingProbe) -> dict[str, float]:
+    """Stands in for verl's own validation (what medplay's `_validate` calls first)."""
+    self.validated.append(self.global_steps)
+    return {"val-core/acc": 1.0}
+
+
+@pytest.mark.parametrize(("stop_at", "test_freq", "validated"), [(3, 6, [3]), (2, 2, [2]), (3, 2, [2, 3]), (3, -1, [])])
+def test_a_run_that_validates_validates_the_step_it_ended_on_once(
+    v1_config: DictConfig,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    stop_at: int,
+    test_freq: int,
+    validated: list[int],
+) -> None:
+    """verl validates its last step only when the step cap ends the loop, and runs `on_train_end` only when it does not:
+    a run stopped early (a stop request) validates its last step there, unless verl's loop just did, at that step."""
+    monkeypatch.setattr(trainer_base.PPOTrainer, "_validate", _record_verl_validation)
+    v1_config = v1_config.copy()
+    v1_config.trainer.test_freq, v1_config.trainer.val_before_train = test_freq, False
+    monkeypatch.setattr(_ValidatingProbe, "validated", [], raising=False)
+    probe = _run_verl_fit(v1_config, monkeypatch, tmp_path, 6, -1, stop_at, _ValidatingProbe)
+
+    assert probe.validated == validated and probe.ended
+    assert probe.global_steps == stop_at + 1  # as verl's loop left it
+    assert probe.logger.logged[-1] == stop_at
 
 
 def test_the_wrapped_logger_sees_every_step_verl_logs(
@@ -380,6 +424,8 @@ def test_medplays_overrides_keep_verls_signatures() -> None:
             "_compute_advantage",
             "_save_checkpoint",
             "_build_replay_buffer",
+            "_validate",
+            "on_train_end",
         )
     ]
     pairs += [
