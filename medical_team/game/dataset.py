@@ -188,7 +188,8 @@ def convert_medec(
         write_sft_parquet(rows, output_dir / name)
 
     report = _report(options, loaded, bench, dataset)
-    report["files"].update({name: len(rows) for name, rows in sft.items()}, **{BENCHMARK_PARQUET: len(benchmark_rows)})
+    report["files"].update({name: len(rows) for name, rows in sft.items()})
+    report["files"][BENCHMARK_PARQUET] = len(benchmark_rows)  # --benchmark-notes may keep fewer than the file has
     (output_dir / REPORT_JSON).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return report
 

@@ -33,8 +33,14 @@ BAR_WIDTH = 20
 
 
 def progress_line(step: int, total: int | None, data: dict[str, float]) -> str:
-    """`step 2/3 [#############-------]  4.3 s  assessor acc 0.50 ...` for one logged step."""
-    if total:
+    """`step 2/3 [#############-------]  4.3 s  assessor acc 0.50 ...` for one logged step.
+
+    A record of a validation alone (before the first step, or after the last one of a run that stopped early)
+    reads `validation at step N  benchmark acc 0.50`.
+    """
+    if BENCHMARK_ACCURACY_METRIC in data and "timing_s/step" not in data:
+        head = f"validation at step {step}"
+    elif total:
         filled = min(BAR_WIDTH, round(BAR_WIDTH * step / total))
         head = f"step {step}/{total} [{'#' * filled}{'-' * (BAR_WIDTH - filled)}]"
     else:

@@ -218,10 +218,10 @@ def test_docs_profile_table_matches_the_probe():
 def test_the_judge_is_in_the_memory_arithmetic():
     report = assess(gpu_host(gpu(vram_gib=79.2)))
     (judge,) = [note for note in report.notes if note.startswith("Judge (MedGemma 4B, vLLM)")]
-    assert "0.2 x 79.2 GiB = 15.8 GiB" in judge and "6.3 GiB of KV cache (~15 judge requests at once)" in judge
+    assert "0.2 x 79.2 GiB = 15.8 GiB" in judge and "7.1 GiB of KV cache (~17 judge requests at once)" in judge
     small = assess(gpu_host(gpu("NVIDIA L4", vram_gib=22.5, capability="8.9")))
     (fp8,) = [note for note in small.notes if note.startswith("Judge (MedGemma 4B, vLLM)")]
-    assert small.ok and "0.36 x 22.5 GiB = 8.1 GiB for 5.0 GiB of weights" in fp8 and "(~3 judge requests" in fp8
+    assert small.ok and "0.36 x 22.5 GiB = 8.1 GiB for 4.2 GiB of weights" in fp8 and "(~5 judge requests" in fp8
     squeezed = assess(gpu_host(gpu(vram_gib=79.2)), requested_profile="48g")
     assert squeezed.ok  # 48g on a larger GPU: a larger judge share
     assert not dataclasses.replace(PROFILES["48g"].judge, fraction=0.15).budget(44.0)[2]

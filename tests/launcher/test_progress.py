@@ -20,6 +20,9 @@ def test_progress_line_has_bar_and_key_numbers() -> None:
     line = progress_line(2, 4, {"timing_s/step": 4.26, "assessor/accuracy": 0.5, "game/tie_rate": 0.0, "x": 1.0})
     assert line == "step 2/4 [##########----------]  4.3 s  assessor acc 0.50  ties 0.00"
     assert progress_line(7, None, {}) == "step 7"
+    validated = {"val-core/medec_benchmark/acc/mean@1": 0.25}
+    assert progress_line(0, 4, validated) == "validation at step 0  benchmark acc 0.25"
+    assert progress_line(2, 4, {"timing_s/step": 4.26, **validated}).endswith("4.3 s  benchmark acc 0.25")
 
 
 def test_only_steps_appended_after_the_start_are_shown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
