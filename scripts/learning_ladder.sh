@@ -161,8 +161,8 @@ for part in "${parts[@]}"; do
       evals=()
       for rung in sft rl selfplay; do
         folder=$(if [ "$rung" = sft ]; then validation rl first; else validation "$rung" last; fi)
-        if [ -z "$folder" ]; then
-          echo "compare: no benchmark validation of $rung in $work" >&2
+        if [ -z "$folder" ]; then  # a rung not run is left out; one run without its validation is said
+          [ ! -d "$work/${rung/sft/rl}" ] || echo "compare: no benchmark validation of $rung in $work" >&2
           continue
         fi
         [ -f "$folder/eval.json" ] || timed "score-$rung" "$medplay" eval --responses "$folder" --output "$folder"
