@@ -21,6 +21,20 @@ RESPONSES_JSONL = "responses.jsonl"
 VALIDATION_JSON = "validation.json"
 
 
+def generation_record(
+    max_new_tokens: int, batch_size: int | None, native_thinking: bool, decoding: str, seconds: float, notes: int
+) -> dict[str, Any]:
+    """eval.json's `generation`: how a benchmark's answers were made, by `medplay eval` or a run's validation."""
+    return {
+        "max_new_tokens": max_new_tokens,
+        "batch_size": batch_size,
+        "native_thinking": native_thinking,
+        "decoding": decoding,
+        "seconds": round(seconds, 3),
+        "notes_per_second": round(notes / seconds, 3) if seconds > 0 else None,
+    }
+
+
 def write_benchmark_answers(answers: Sequence[dict[str, str]], folder: Path, about: dict[str, Any]) -> Path:
     """Write one validation's answers (the first per note when a note got several) and what made them; return `folder`."""
     responses: dict[str, str] = {}

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from medical_team.benchmark_answers import RESPONSES_JSONL, read_benchmark_answers
+from medical_team.benchmark_answers import RESPONSES_JSONL, generation_record, read_benchmark_answers
 from medical_team.errors import UserInputError
 from medical_team.evaluate.baselines import baseline_scores
 from medical_team.evaluate.benchmark import Benchmark, load_benchmark
@@ -38,14 +38,9 @@ def evaluate(
     started = time.perf_counter()
     responses = generate_all(generator, benchmark.prompts, settings.batch_size)
     seconds = time.perf_counter() - started
-    generation = {
-        "max_new_tokens": settings.max_new_tokens,
-        "batch_size": settings.batch_size,
-        "native_thinking": settings.native_thinking,
-        "decoding": "greedy",
-        "seconds": round(seconds, 3),
-        "notes_per_second": round(len(responses) / seconds, 3) if seconds > 0 else None,
-    }
+    generation = generation_record(
+        settings.max_new_tokens, settings.batch_size, settings.native_thinking, "greedy", seconds, len(responses)
+    )
     return scored_result(responses, benchmark, generation, about), responses
 
 

@@ -44,7 +44,7 @@ from transfer_queue import KVBatchMeta
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
-from medical_team.benchmark_answers import STEP_FOLDER, write_benchmark_answers
+from medical_team.benchmark_answers import STEP_FOLDER, generation_record, write_benchmark_answers
 from medical_team.checkpoint_folder import last_checkpoint, read_tracker
 from medical_team.game import GameOutcome, JudgeStats, RewardScheme, game_metrics
 from medical_team.game.alarm import AlarmAction, CollapseAlarm
@@ -220,14 +220,9 @@ class SelfPlayTrainer(PPOTrainerSync):
             "model": f"{start}, trained {self.global_steps} steps" if self.global_steps else start,
             "backend": "verl validation",
             "step": self.global_steps,
-            "generation": {
-                "max_new_tokens": int(rollout.response_length),
-                "batch_size": None,
-                "native_thinking": False,
-                "decoding": decoding_of(rollout.val_kwargs),
-                "seconds": round(seconds, 3),
-                "notes_per_second": round(len(answers) / seconds, 3) if seconds > 0 else None,
-            },
+            "generation": generation_record(
+                int(rollout.response_length), None, False, decoding_of(rollout.val_kwargs), seconds, len(answers)
+            ),
         }
         folder = Path(self.settings.validation_dir) / STEP_FOLDER.format(step=self.global_steps)
         write_benchmark_answers(answers, folder, about)
