@@ -298,6 +298,7 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     """
     from medical_team.launcher.judge_run import record_judge
     from medical_team.launcher.judge_wait_relay import JudgeWaitRelay
+    from medical_team.launcher.model_info_warmup import model_info_warmed
     from medical_team.launcher.out_of_memory import out_of_memory
     from medical_team.launcher.progress import StepProgress
     from medical_team.launcher.run_errors import end_run, failure_report
@@ -329,8 +330,12 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
             check_model(config)
             segments_before = shm_segments()
             try:
-                # The `vllm` judge's server, before Ray and stopped after it.
-                with serve_judge(config, settings.judge, give_up) as server:
+                # The rollout's model-class inspection beside the trainer's start (model_info_warmup.py); the
+                # `vllm` judge's server, before Ray and stopped after it.
+                with (
+                    model_info_warmed(Path(config.actor_rollout_ref.model.path), paths.log_file),
+                    serve_judge(config, settings.judge, give_up) as server,
+                ):
                     record_run(config)
                     record_judge(config)
                     prepare_checkpoints(config)
