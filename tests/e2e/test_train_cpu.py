@@ -2,9 +2,9 @@
 
     .venv/bin/python -m pytest -q -m e2e tests/e2e/test_train_cpu.py
 
-One module-wide run converts the bundled MEDEC data and starts a 3-step training that is killed with
-SIGKILL (the whole process tree, as when a container dies) once step 2's checkpoint is complete; a
-second run with `trainer.resume_mode=auto` and more steps (4) continues from the saved step.
+One module-wide run converts the bundled MEDEC data and starts a 2-step training that is killed with
+SIGKILL (the whole process tree, as when a container dies) once step 1's checkpoint is complete, while step 2
+runs; a second run with `trainer.resume_mode=auto` continues from the saved step and ends step 2.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ from medical_team.verl_ext.reliability.checkpoints import COMPLETE_MARKER
 
 pytestmark = pytest.mark.e2e
 
-KILLED_RUN_STEPS = 3  # asked for, never finished: SIGKILL arrives once step KILL_AFTER_SAVE_OF is saved
-KILL_AFTER_SAVE_OF = 2
-FINAL_STEPS = 4
+KILLED_RUN_STEPS = 2  # asked for, never finished: SIGKILL arrives once step KILL_AFTER_SAVE_OF is saved
+KILL_AFTER_SAVE_OF = 1
+FINAL_STEPS = 2
 CONSOLE_LINE_LIMIT = 60  # the console shows stages, progress and the summary; the rest goes to the run's log
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class Runs:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
-    """Convert the data, train until SIGKILL after step 2's checkpoint, then resume to step 4."""
+    """Convert the data, train until SIGKILL after step 1's checkpoint, then resume to step 2."""
     if shutil.which("timeout") is None:
         pytest.skip("needs coreutils `timeout`")
     root = tmp_path_factory.mktemp("cpu-smoke")
