@@ -253,13 +253,14 @@ def run_verl(
     says which cluster Ray starts or joins (the run plan's, which set ray_kwargs.ray_init for it).
     """
     import ray
-    from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
+    from verl.trainer.main_ppo import run_ppo
     from verl.trainer.ppo.utils import need_critic, need_reference_policy
     from verl.utils.config import validate_config
     from verl.utils.device import auto_set_device
 
     from medical_team.launcher.ray_start import start_ray
     from medical_team.verl_ext.reliability.graceful_stop import install_sigterm_handler
+    from medical_team.verl_ext.task_runner import SelfPlayTaskRunner
 
     auto_set_device(config)
     validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
@@ -272,7 +273,7 @@ def run_verl(
         # After ray.init, which replaces the SIGTERM handler with one that exits at once.
         install_sigterm_handler(Path(config.trainer.default_local_dir), stop_grace_s, stop_cannot_wait(stages, stuck))
         with stages:
-            run_ppo(config, task_runner_class=TaskRunnerV1)  # trainer.use_v1=false is refused by verl_problems
+            run_ppo(config, task_runner_class=SelfPlayTaskRunner)  # trainer.use_v1=false is refused by verl_problems
     finally:
         if started_ray:
             ray.shutdown()

@@ -53,11 +53,26 @@ def test_after_the_warmup_vllm_reads_the_model_class_from_its_cache(tmp_path: Pa
     assert after.stdout.strip().endswith("Qwen3ForCausalLM")
 
 
-def test_a_warmup_still_running_when_the_run_ends_is_killed(tmp_path: Path) -> None:
+def test_a_warmup_still_running_when_the_run_ends_is_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     model = build_tiny_model(tmp_path / "tiny-qwen3")
+    monkeypatch.setenv("VLLM_CACHE_ROOT", str(tmp_path / "vllm"))
     with model_info_warmed(model, tmp_path / "run.log") as process:
         assert process is not None and process.poll() is None  # importing vLLM for seconds yet
     assert process.returncode is not None
+
+
+def test_a_cache_folder_that_inspected_the_class_before_gets_no_warmup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = build_tiny_model(tmp_path / "tiny-qwen3")
+    monkeypatch.setenv("VLLM_CACHE_ROOT", str(tmp_path / "vllm"))
+    (tmp_path / "vllm" / "modelinfos").mkdir(parents=True)
+    (tmp_path / "vllm" / "modelinfos" / "vllm-model_executor-models-llama-LlamaForCausalLM.json").write_text("{}")
+    with model_info_warmed(model, tmp_path / "run.log") as process:
+        assert process is not None  # another class's answer does not count
+    (tmp_path / "vllm" / "modelinfos" / "vllm-model_executor-models-qwen3-Qwen3ForCausalLM.json").write_text("{}")
+    with model_info_warmed(model, tmp_path / "run.log") as process:
+        assert process is None
 
 
 def test_a_model_that_is_no_local_folder_is_left_to_vllm(tmp_path: Path) -> None:

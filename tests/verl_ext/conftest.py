@@ -69,7 +69,7 @@ def transfer_queue(trainer_config: DictConfig) -> Iterator[None]:
     import ray
     import transfer_queue as tq
 
-    import medical_team.verl_ext.plugin  # noqa: F401 - registers the agent loops, estimator and trainer
+    from medical_team.verl_ext import agent_loop, task_runner  # noqa: F401 - register the agent loops, estimator, trainer
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     tq.init(trainer_config.transfer_queue)

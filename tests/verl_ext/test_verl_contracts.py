@@ -35,7 +35,7 @@ from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopWorkerTQ
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
-import medical_team.verl_ext.plugin  # noqa: F401 - registers the trainer, agent loops and estimator
+import medical_team.verl_ext.task_runner  # noqa: F401 - registers the trainer and estimator (agent loops: below)
 from medical_team.checkpoint_folder import TRACKER_NAME
 from medical_team.game import JudgeStats
 from medical_team.verl_ext import agent_loop_manager, trainer

@@ -1,0 +1,30 @@
+"""verl's V1 task runner, which registers medplay's trainer and advantage estimator in its own process first.
+
+verl picks the trainer (`trainer.v1.trainer_mode: medplay_sync`) and the estimator
+(`algorithm.adv_estimator: reinforce_plus_plus_per_role`) by registered name inside the task runner's Ray actor,
+so that process alone imports them, instead of every verl process through the plugin (4–6 s of imports each on
+2 CPU cores: docs/benchmarks.md). The agent loops register where they run, imported with the worker class of
+`agent_loop_manager.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ray
+from verl.trainer.main_ppo import TaskRunnerV1
+
+
+@ray.remote
+class SelfPlayTaskRunner(TaskRunnerV1.__ray_actor_class__):  # type: ignore[name-defined,misc]
+    """verl's V1 task runner; `run` registers the trainer and estimator in the actor's process, then runs verl's."""
+
+    @staticmethod
+    def register_medplay_pieces() -> None:
+        """Import, and so register with verl, the self-play trainer and the per-role estimator in this process."""
+        from medical_team.verl_ext import advantage, trainer  # noqa: F401
+
+    def run(self, config: Any) -> None:
+        """verl's `run`, once this process knows medplay's trainer and estimator by name."""
+        self.register_medplay_pieces()
+        super().run(config)
