@@ -39,3 +39,11 @@ def test_an_explicit_library_variable_is_kept(tmp_path):
     env_vars = config.ray_kwargs.ray_init.runtime_env.env_vars
     assert env_vars["TRITON_CACHE_DIR"] == str(tmp_path / "own")
     assert env_vars["VLLM_CACHE_ROOT"] == str(Path(tmp_path) / "vllm")
+
+
+def test_a_variable_given_as_a_number_reaches_ray_as_text(tmp_path):
+    # Ray refuses a runtime environment whose values are not strings (TypeError at `ray.init`).
+    config = compose_config([f"medplay.cache_dir={tmp_path}", "+ray_kwargs.ray_init.runtime_env.env_vars.MY_FLAG=1"])
+    env_vars = config.ray_kwargs.ray_init.runtime_env.env_vars
+    assert env_vars["MY_FLAG"] == "1"
+    assert all(isinstance(value, str) for value in env_vars.values())

@@ -89,6 +89,7 @@ def compose_config(overrides: Sequence[str]) -> DictConfig:
     # verl rebuilds parts of the config (e.g. Ray's runtime_env) outside this tree: resolve interpolations now.
     OmegaConf.resolve(config)
     use_cache_folder(config)
+    environment_as_text(config)
     return config
 
 
@@ -102,6 +103,14 @@ def use_cache_folder(config: DictConfig) -> None:
         env_vars = config.ray_kwargs.ray_init.runtime_env.env_vars
         for variable, value in cache_environment(folder).items():
             env_vars.setdefault(variable, value)  # an explicit env_vars entry wins
+
+
+def environment_as_text(config: DictConfig) -> None:
+    """Make every value of the run's environment text, as Ray requires: Hydra reads `...env_vars.X=1` as a number."""
+    env_vars = config.ray_kwargs.ray_init.runtime_env.env_vars
+    with open_dict(config):
+        for variable, value in list(env_vars.items()):
+            env_vars[variable] = str(value)
 
 
 def runtime_env_vars(config: DictConfig) -> dict[str, str]:
