@@ -46,12 +46,19 @@ class KilledRun:
 
 
 def train_and_kill(root: Path, steps: int, after_save_of: int) -> KilledRun:
-    """Start a training and SIGKILL its whole process tree as soon as step `after_save_of` is checkpointed."""
-    marker = root / "checkpoints" / f"global_step_{after_save_of}" / COMPLETE_MARKER
+    """Start a training and SIGKILL its whole process tree as soon as step `after_save_of` is committed.
+
+    Committed: its checkpoint complete and verl's tracker pointing at it, which StepCommits does only once the
+    step's metrics are logged (a while after the checkpoint's marker: waiting for the marker alone raced).
+    """
+    checkpoints = root / "checkpoints"
+    marker = checkpoints / f"global_step_{after_save_of}" / COMPLETE_MARKER
     shm_before = shm_segments()
     proc = subprocess.Popen(train_command(root, steps), cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + TRAIN_TIMEOUT_S
-    while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+    while proc.poll() is None and time.monotonic() < deadline:
+        if marker.exists() and read_tracker(checkpoints) == after_save_of:
+            break
         time.sleep(0.1)
     alive = proc.poll() is None
     tree = [proc.pid, *(child.pid for child in psutil.Process(proc.pid).children(recursive=True))] if alive else []
