@@ -14,6 +14,8 @@
 #   PART   prepare sft rl selfplay compare (default: all of them, in order).
 #          A part stops by itself after PART_TIMEOUT_S seconds (gpu: 480; 0 = no limit) and saves; running the
 #          same part again resumes it (verl resumes from the last checkpoint). `compare` takes the rungs evaluated.
+#          An RL part also stops after a step at which a collapse alarm fired (docs/game.md, "Collapse monitors";
+#          medplay.monitors.action=stop) and scores the benchmark on that step's weights before it ends.
 # BUDGET_S (0 = none): the seconds the whole command may take. An RL part then stops (SIGTERM: it ends its current
 #          step, saves, scores the benchmark and ends) STOP_RESERVE_S before the budget's end, the time for that
 #          and the comparison. Its step cap (RL_STEPS) is only a ceiling then.
@@ -116,9 +118,11 @@ rl() {  # rl RUNG VALIDATE_FIRST OVERRIDES...: groups of $group games per seed r
     fi
   fi
   # The benchmark notes are the validation set, scored greedily before the first step (VALIDATE_FIRST) and after
-  # the last, however the run ends (the step cap, the budget's SIGTERM).
+  # the last, however the run ends (the step cap, the budget's SIGTERM, a collapse alarm). A collapse alarm stops
+  # the rung (monitors.action=stop): steps after a collapse would spend the budget on a degenerate policy.
   timed "$rung" "$medplay" train profile="$profile" medplay.output_dir="$work/$rung" medplay.data_dir="$work/data" \
     medplay.model.path="$sft_model" medplay.model.build_tiny=false medplay.judge.backend=rules \
+    medplay.monitors.action=stop \
     medplay.stop_grace_s="$stop_grace" data.train_batch_size="$rows" actor_rollout_ref.rollout.n="$group" \
     actor_rollout_ref.actor.ppo_mini_batch_size="$mini" data.max_response_length="$response" \
     actor_rollout_ref.actor.optim.lr="$lr" trainer.total_training_steps="$steps" \

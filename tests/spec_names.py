@@ -42,6 +42,7 @@ MONITOR_METRICS = [
     "attacker/copy_rate",
     *(f"{role}/response_length/{stat}" for role in ("attacker", "assessor") for stat in ("mean", "p90", "clip_rate")),
     "assessor/majority_verdict_share",
+    "assessor/error_verdict_share",
 ]
 
 # The series each training-report plot draws from the game's metrics (the step-time plot's depend on the run).
@@ -65,5 +66,5 @@ MONITOR_PLOT_LABELS = {
     "attacker_edit_size": ["edit distance", "identical copies"],
     "response_length": ["attacker mean", "attacker p90", "assessor mean", "assessor p90"],
     "response_clip_rate": ["attacker", "assessor"],
-    "assessor_verdict_share": ["majority verdict"],
+    "assessor_verdict_share": ["majority verdict", "ERROR verdicts"],
 }

@@ -99,7 +99,9 @@ PLOTS: tuple[PlotSpec, ...] = (
         "Response length per role (collapse monitor)",
         "tokens",
         tuple(
-            (f"{role} {stat}", f"{role}/response_length/{stat}") for role in ("attacker", "assessor") for stat in ("mean", "p90")
+            (f"{role} {stat}", f"{role}/response_length/{stat}")
+            for role in ("attacker", "assessor")
+            for stat in ("mean", "p90")
         ),
     ),
     PlotSpec(
@@ -110,9 +112,9 @@ PLOTS: tuple[PlotSpec, ...] = (
     ),
     PlotSpec(
         "assessor_verdict_share",
-        "Assessor's majority verdict share (collapse monitor)",
+        "Assessor's verdict shares (collapse monitors)",
         "share",
-        (("majority verdict", "assessor/majority_verdict_share"),),
+        (("majority verdict", "assessor/majority_verdict_share"), ("ERROR verdicts", "assessor/error_verdict_share")),
     ),
     PlotSpec(
         "step_time",

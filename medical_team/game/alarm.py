@@ -25,6 +25,8 @@ ALARMS: dict[str, tuple[str, bool]] = {
     "min_assessor_length": ("assessor/response_length/mean", False),
     "max_assessor_clip_rate": ("assessor/response_length/clip_rate", True),
     "max_majority_verdict_share": ("assessor/majority_verdict_share", True),
+    "min_error_verdict_share": ("assessor/error_verdict_share", False),
+    "max_error_verdict_share": ("assessor/error_verdict_share", True),
 }
 STREAK_PREFIX = "alarm/"  # `alarm/<name>`: steps in a row the alarm's monitor has been past its threshold
 

@@ -1,4 +1,4 @@
-"""Collapse monitors of one step's games: attacker diversity and edit size, response lengths, verdict share.
+"""Collapse monitors of one step's games: attacker diversity and edit size, response lengths, verdict shares.
 
 Self-play fails in known ways: the attacker repeats one rewrite or copies the seed, a role's
 responses shrink or run into the length cap, the assessor answers the same verdict to everything.
@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from medical_team.game.settle import GameOutcome
+from medical_team.vocab import Label
 
 DISTINCT_ORDERS = (1, 2)
 _WORD = re.compile(r"\w+|[^\w\s]")
@@ -66,6 +67,7 @@ def monitor_names() -> tuple[str, ...]:
         *_length_names("attacker"),
         *_length_names("assessor"),
         "assessor/majority_verdict_share",
+        "assessor/error_verdict_share",
     )
 
 
@@ -154,7 +156,7 @@ def collapse_monitors(
 
     `outcomes[i]` and `traces[i]` describe the same game. A monitor is *measured* when the step
     had enough games for it: diversity needs two non-empty rewrites, edit size and the attacker's
-    lengths one rewrite, the majority verdict share two readable verdicts, the assessor's lengths
+    lengths one rewrite, the two verdict shares two readable verdicts, the assessor's lengths
     one game. Unmeasured monitors report 0.0 (never NaN) and never count towards an alarm.
     """
     if len(outcomes) != len(traces):
@@ -169,8 +171,9 @@ def collapse_monitors(
         measured |= set(_length_names("assessor"))
     verdicts = Counter(o.verdict for o in outcomes if o.verdict is not None)
     readable = sum(verdicts.values())
-    values["assessor/majority_verdict_share"] = max(verdicts.values()) / readable if readable else 0.0
+    values["assessor/majority_verdict_share"] = max(verdicts.values()) / readable if readable >= 2 else 0.0
+    # The direction of a collapse onto one verdict: the majority share alone cannot tell ERROR from NO_ERROR.
+    values["assessor/error_verdict_share"] = verdicts[Label.ERROR] / readable if readable >= 2 else 0.0
     if readable >= 2:
-        measured.add("assessor/majority_verdict_share")
+        measured |= {"assessor/majority_verdict_share", "assessor/error_verdict_share"}
     return MonitorReading({name: float(values[name]) for name in monitor_names()}, frozenset(measured))
-

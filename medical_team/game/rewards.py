@@ -1,8 +1,9 @@
 """Reward tables of docs/game.md ("Rewards"): `general_sum` (default), `zero_sum` and `difficulty_band`, per role and term.
 
-`difficulty_band` scores a game as `general_sum` does except for the attacker's outcome term, which
-depends on the assessor's success rate over several games and is added at the step level
-(`medical_team.game.difficulty_band.with_band_outcomes`).
+These are the terms one game settles alone. In training, the step's games then get their step-level
+terms (`medical_team.game.step_terms.with_step_terms`): the format term measured against the other
+answers of the same kind, the verdict balance, and under `difficulty_band` the attacker's outcome term,
+which depends on the assessor's success rate over several games.
 """
 
 from __future__ import annotations
@@ -16,7 +17,14 @@ from medical_team.vocab import Label
 CORRECTNESS = 1.0  # assessor: verdict right / wrong
 FAITHFULNESS = 0.5  # attacker (general_sum): faithful and realises the intended label / not
 OUTCOME = 1.0  # attacker: assessor wrong / right
-FORMAT = 1.0  # both roles: compliant / violation
+# Both roles: a response that breaks a format rule loses FORMAT (a compliant one loses nothing). Below each task
+# term's half-gap, so a right answer scores above a wrong one whatever either's format (docs/game.md, "Rewards").
+FORMAT = 0.5
+# The assessor's verdict balance (step_terms.py): while one verdict's share of a step's readable verdicts is outside
+# the band, each right answer with that verdict earns VERDICT_BALANCE more. 8 beats any format-break or truncation
+# gap up to 0.5 on steps whose error-note share is in [0.375, 0.625] (the bound is in docs/game.md).
+VERDICT_SHARE_BAND = (0.25, 0.75)
+VERDICT_BALANCE = 8.0
 
 
 class RewardScheme(str, Enum):
@@ -83,14 +91,19 @@ def _sign(condition: bool, value: float) -> float:
     return value if condition else -value
 
 
+def format_term(compliant: bool) -> float:
+    """A game's format term: 0 for a compliant response, -FORMAT for one that breaks a rule."""
+    return 0.0 if compliant else -FORMAT
+
+
 def score_game(inputs: ScoreInputs, config: RewardConfig) -> GameRewards:
     """Both roles' reward terms for one game.
 
     In a tie the truth is unknown, so only the format terms are scored (they matter only when
     ties are kept, `remove_ties=False`).
     """
-    assessor = {"format": _sign(inputs.assessor_format_ok, FORMAT)}
-    attacker = {"format": _sign(inputs.attacker_format_ok, FORMAT)} if inputs.adversarial else None
+    assessor = {"format": format_term(inputs.assessor_format_ok)}
+    attacker = {"format": format_term(inputs.attacker_format_ok)} if inputs.adversarial else None
     if inputs.truth is None:
         return GameRewards(assessor, attacker)
 

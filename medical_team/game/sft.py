@@ -45,15 +45,17 @@ def _quote(text: str | None) -> str:
 
 
 def assessor_target(seed: GameSeed) -> str:
-    """The gold assessor response for the seed note: a short reasoning, then the reference answer."""
+    """The gold assessor response for the seed note: a short reasoning, then the reference answer.
+
+    The reasoning names the erroneous sentence by its id and the error's type but quotes neither the sentence nor
+    its correction: the answer states them once. Quoting them twice made ERROR targets about twice as long as
+    NO_ERROR ones, and a response cap then cut ERROR answers more often (issue 40).
+    """
     if seed.label is Label.NO_ERROR:
         reasoning = f"{_REVIEW} Every statement fits the case, so the note contains no medical error."
     else:
         kind = f"a {seed.error_type} error" if seed.error_type else "an error"
-        reasoning = (
-            f"{_REVIEW} Sentence {seed.error_sentence_id} is {kind}: {_quote(seed.error_sentence)} "
-            f"The correct statement is {_quote(seed.corrected_sentence)}"
-        )
+        reasoning = f"{_REVIEW} Sentence {seed.error_sentence_id} does not fit the case: it holds {kind}."
     return cot_response(reasoning, reference_answer(seed))
 
 

@@ -24,12 +24,21 @@ from medical_team.verl_ext.settings import MonitorSettings
 KEY_METRICS = (
     ("timing_s/step", "{:.1f} s"),
     ("assessor/accuracy", "assessor acc {:.2f}"),
+    ("assessor/error_verdict_share", "ERROR share {:.2f}"),  # a collapse onto one verdict shows at once
     ("attacker/success_rate", "attacker success {:.2f}"),
     ("game/tie_rate", "ties {:.2f}"),
     ("actor/pg_loss", "pg_loss {:.3g}"),
     (BENCHMARK_ACCURACY_METRIC, "benchmark acc {:.2f}"),
 )
 BAR_WIDTH = 20
+# A monitor logs 0.0 in a step without enough games to measure it; the line says so instead of showing a collapse.
+# The majority verdict's share is at least 0.5 when measured (two readable verdicts) and 0.0 when not.
+UNMEASURED = {"assessor/error_verdict_share": "ERROR share n/a"}
+
+
+def unmeasured(name: str, data: dict[str, float]) -> bool:
+    """Whether this step had too few readable verdicts to measure `name` (one of UNMEASURED's)."""
+    return name in UNMEASURED and data.get("assessor/majority_verdict_share") == 0.0
 
 
 def progress_line(step: int, total: int | None, data: dict[str, float]) -> str:
@@ -45,7 +54,11 @@ def progress_line(step: int, total: int | None, data: dict[str, float]) -> str:
         head = f"step {step}/{total} [{'#' * filled}{'-' * (BAR_WIDTH - filled)}]"
     else:
         head = f"step {step}"
-    numbers = [fmt.format(data[name]) for name, fmt in KEY_METRICS if isinstance(data.get(name), int | float)]
+    numbers = [
+        UNMEASURED.get(name, fmt).format(data[name]) if unmeasured(name, data) else fmt.format(data[name])
+        for name, fmt in KEY_METRICS
+        if isinstance(data.get(name), int | float)
+    ]
     return "  ".join([head, *numbers])
 
 

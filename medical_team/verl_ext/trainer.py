@@ -17,8 +17,9 @@ With a model judge, the gold probes the agent loops sent along are counted (`jud
 Every step also logs the collapse monitors (`medical_team.game.monitors`) and, per configured alarm,
 `alarm/<name>` (steps in a row past its threshold); an alarm that fires is logged as a warning, and
 with `medplay.monitors.action=stop` the step's checkpoint is saved and the run ends after the step,
-as on a stop request. Under `medplay.rewards.scheme=difficulty_band` the attacker's outcome term is
-added to its rows before the advantages are computed (`medical_team.verl_ext.band_rewards`).
+as on a stop request. The step-level reward terms (format against answers of the same kind, the verdict
+balance, `difficulty_band`'s attacker outcome) are added to the rows before the advantages are computed
+(`medical_team.verl_ext.step_rewards`), and the game metrics read the games with them.
 
 A LoRA actor's checkpoint is split into its PEFT adapter and a merged Hugging Face model after verl's
 save (`medical_team.verl_ext.lora_export`), before the checkpoint can become the resume point.
@@ -46,13 +47,12 @@ from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 from medical_team.benchmark_answers import STEP_FOLDER, generation_record, write_benchmark_answers
 from medical_team.checkpoint_folder import last_checkpoint, read_tracker
-from medical_team.game import GameOutcome, JudgeStats, RewardScheme, game_metrics
+from medical_team.game import GameOutcome, JudgeStats, game_metrics
 from medical_team.game.alarm import AlarmAction, CollapseAlarm
-from medical_team.game.difficulty_band import with_band_outcomes
 from medical_team.game.monitors import collapse_monitors
+from medical_team.game.step_terms import with_step_terms
 from medical_team.judge.gold_probe import GoldFloor
 from medical_team.judge.outage import JudgeUnavailableError
-from medical_team.verl_ext.band_rewards import add_to_row_rewards, band_deltas
 from medical_team.verl_ext.benchmark_validation import benchmark_file, decoding_of
 from medical_team.verl_ext.learning_probe import probe_metrics
 from medical_team.verl_ext.lora_export import export_lora
@@ -64,6 +64,7 @@ from medical_team.verl_ext.roles import role_of_key
 from medical_team.verl_ext.run_failures import NO_TRAJECTORIES, AllTiesError, all_ties_message
 from medical_team.verl_ext.settings import settings_from_trainer_config
 from medical_team.verl_ext.step_games import StepGame
+from medical_team.verl_ext.step_rewards import add_to_row_rewards, step_deltas
 from medical_team.vocab import Role
 
 TRAINER_NAME = "medplay_sync"
@@ -114,9 +115,8 @@ class SelfPlayTrainer(PPOTrainerSync):
         config = OmegaConf.merge(config, {"trainer": {"v1": {"trainer_mode": "sync"}}})
         super().__init__(config)
         self.settings = settings_from_trainer_config(config)
-        # the learning probe replaces the game's rewards, band included
-        probe = self.settings.learning_probe
-        self._band = self.settings.rewards.scheme is RewardScheme.DIFFICULTY_BAND and not probe.enabled
+        # the learning probe replaces the game's rewards, step-level terms included
+        self._step_terms = not self.settings.learning_probe.enabled
         self._alarm = CollapseAlarm(self.settings.monitors.rules, self.settings.monitors.patience)
         self._step_games: list[StepGame] = []
         self._step_judge_stats = JudgeStats()
@@ -158,8 +158,8 @@ class SelfPlayTrainer(PPOTrainerSync):
         games, judge_stats = self._step_games, self._step_judge_stats
         self._step_games, self._step_judge_stats = [], JudgeStats()
         outcomes = [game.outcome for game in games]
-        if self._band:
-            outcomes = with_band_outcomes(outcomes)
+        if self._step_terms:
+            outcomes = with_step_terms(outcomes, self.settings.rewards)
         metrics.update(game_metrics(outcomes, judge_stats))
         if self._gold_floor is not None:
             metrics.update(self._gold_floor.observe(judge_stats.gold_count, judge_stats.gold_correct))
@@ -175,10 +175,10 @@ class SelfPlayTrainer(PPOTrainerSync):
         self._step_judge_stats = self._step_judge_stats.merge(judge_stats)
 
     def _compute_advantage(self, batch: KVBatchMeta, metrics: dict[str, Any]) -> KVBatchMeta:
-        """verl's advantages; under `difficulty_band`, after adding the step's band term to the attacker rows."""
-        if self._band:
+        """verl's advantages, after adding the step-level reward terms to the rows."""
+        if self._step_terms:
             self._take_games()
-            add_to_row_rewards(batch.keys, batch.partition_id, band_deltas(self._step_games))
+            add_to_row_rewards(batch.keys, batch.partition_id, step_deltas(self._step_games, self.settings.rewards))
         return super()._compute_advantage(batch, metrics)
 
     def _observe_monitors(

@@ -104,6 +104,33 @@ def test_every_target_passes_the_game_parser_with_the_right_verdict(converted, n
                 assert parsed.answer == prompt_note(row)
 
 
+def test_error_targets_state_the_sentence_and_its_correction_once(converted):
+    # The reasoning names the sentence by its id and the error type; only the answer quotes the sentence and its
+    # correction, so an ERROR target is not twice as long as a NO_ERROR one (issue 40).
+    output, _ = converted
+    game = read_verl_parquet(output / "train.parquet")
+    seeds = {(row["extra_info"]["note_id"], row["extra_info"]["category"]): row["extra_info"] for row in game}
+    assessor = [
+        row for row in read_sft_parquet(output / "sft_train.parquet") if row["extra_info"]["role"] == "assessor"
+    ]
+    errors = [row for row in assessor if row["extra_info"]["label"] == Label.ERROR.value]
+    assert errors and len(errors) < len(assessor)
+    for row in errors:
+        seed = seeds[(row["extra_info"]["note_id"], row["extra_info"]["category"])]
+        parsed = parse_response(row["response"])
+        assert f"Sentence {seed['error_sentence_id']} " in parsed.reasoning
+        assert f"a {seed['error_type']} error" in parsed.reasoning
+        for sentence in (seed["error_sentence"], seed["corrected_sentence"]):
+            assert sentence not in parsed.reasoning
+            assert row["response"].count(sentence) == 1
+    # The two verdicts' reasonings are alike in length; the difference is the answer's sentence and correction.
+    longest = Counter()
+    for row in assessor:
+        label = row["extra_info"]["label"]
+        longest[label] = max(longest[label], len(parse_response(row["response"]).reasoning))
+    assert longest[Label.ERROR.value] < 1.5 * longest[Label.NO_ERROR.value]
+
+
 def test_decoy_targets_keep_the_clean_note(tmp_path):
     convert(tmp_path, benign_mode=BenignAttackMode.DECOY)
     rows = read_sft_parquet(tmp_path / "sft_train.parquet")

@@ -36,6 +36,7 @@ KILL_AFTER_SAVE_OF = 1
 FINAL_STEPS = 2
 CONSOLE_LINE_LIMIT = 60  # the console shows stages, progress and the summary; the rest goes to the run's log
 
+
 @dataclass(frozen=True)
 class KilledRun:
     """What the SIGKILLed training left behind."""
@@ -139,7 +140,13 @@ def test_metrics_file_has_every_collapse_monitor_at_every_step(run_root: Path) -
         missing = [name for name in MONITOR_METRICS if name not in data]
         assert not missing, f"step {step} lacks {missing}"
         # the default alarms' runs of steps past their thresholds are logged too
-        assert {"alarm/max_self_bleu", "alarm/max_copy_rate", "alarm/max_majority_verdict_share"} <= set(data)
+        assert {
+            "alarm/max_self_bleu",
+            "alarm/max_copy_rate",
+            "alarm/max_majority_verdict_share",
+            "alarm/min_error_verdict_share",
+            "alarm/max_error_verdict_share",
+        } <= set(data)
         for role in ("attacker", "assessor"):
             assert 0 <= data[f"{role}/response_length/mean"] <= data[f"{role}/response_length/p90"] <= cap, data
             assert 0 <= data[f"{role}/response_length/clip_rate"] <= 1
@@ -149,7 +156,9 @@ def test_metrics_file_has_every_collapse_monitor_at_every_step(run_root: Path) -
 
 
 def test_report_plots_the_collapse_monitors_of_the_run(run_root: Path, tmp_path: Path) -> None:
-    assert main(["report", "--metrics", str(run_root / "checkpoints" / "metrics.jsonl"), "--output", str(tmp_path)]) == 0
+    assert (
+        main(["report", "--metrics", str(run_root / "checkpoints" / "metrics.jsonl"), "--output", str(tmp_path)]) == 0
+    )
     page = (tmp_path / "report.md").read_text()
     for name, labels in MONITOR_PLOT_LABELS.items():
         assert (tmp_path / f"{name}.png").stat().st_size > 0

@@ -5,35 +5,16 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from warfarin_seeds import NOTE, seed_of
 
-from medical_team.data.records import GameSeed
 from medical_team.game.difficulty_band import assessor_success_rates, band_outcome, with_band_outcomes
 from medical_team.game.judging import JudgeVerdict
-from medical_team.game.rewards import FAITHFULNESS, FORMAT, OUTCOME, RewardConfig, RewardScheme
+from medical_team.game.rewards import FAITHFULNESS, OUTCOME, RewardConfig, RewardScheme
 from medical_team.game.settle import GameConfig, GameOutcome, settle
-from medical_team.vocab import Category, Label
+from medical_team.vocab import Category
 
-SENTENCE = "He was given 50 mg of warfarin daily."
-NOTE = f"A 70-year-old man with atrial fibrillation. {SENTENCE}"
 BAND = GameConfig(rewards=RewardConfig(scheme=RewardScheme.DIFFICULTY_BAND))
 RATES = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
-
-
-def seed(category: Category, note_id: str) -> GameSeed:
-    """A seed of this category."""
-    harmful = category.seed_label is Label.ERROR
-    return GameSeed(
-        note_id=note_id,
-        pair_id=note_id,
-        category=category,
-        label=category.seed_label,
-        text=NOTE,
-        error_type="pharmacotherapy" if harmful else None,
-        error_sentence_id=1 if harmful else -1,
-        error_sentence=SENTENCE if harmful else None,
-        corrected_sentence="He was given 5 mg of warfarin daily." if harmful else None,
-        source_file="val.csv",
-    )
 
 
 def game(category: Category, note_id: str, assessor_right: bool, tie: bool = False) -> GameOutcome:
@@ -42,8 +23,11 @@ def game(category: Category, note_id: str, assessor_right: bool, tie: bool = Fal
     judge = JudgeVerdict.as_tie("down") if tie else JudgeVerdict(True, True)
     attacker = None if not category.adversarial else f"Subtle. </think> <answer> {NOTE} </answer>"
     return settle(
-        seed(category, note_id), attacker, f"Hm. </think> <answer> {verdict} </answer>",
-        judge if category.adversarial else None, BAND,
+        seed_of(category, note_id),
+        attacker,
+        f"Hm. </think> <answer> {verdict} </answer>",
+        judge if category.adversarial else None,
+        BAND,
     )
 
 
@@ -112,5 +96,5 @@ def test_a_seed_played_twice_uses_its_own_rate_and_a_single_one_its_categorys() 
 
 def test_per_game_band_scoring_leaves_the_outcome_to_the_step() -> None:
     played = game(Category.ADVERSARIAL_HARMFUL, "n", assessor_right=False)
-    assert played.attacker_terms == {"format": FORMAT, "faithfulness": FAITHFULNESS}
+    assert played.attacker_terms == {"format": 0.0, "faithfulness": FAITHFULNESS}  # compliant: no format loss
     assert played.assessor_terms["correctness"] == -1.0  # the assessor's terms are general_sum's

@@ -141,11 +141,11 @@ def test_copied_rewrites_are_settled_by_the_rules_and_scored(seeds: list[GameSee
     for game in by_category[Category.ADVERSARIAL_HARMFUL]:
         # copying an error note keeps the error: faithful; the assessor says ERROR and is right
         assert game.outcome.truth.value == "error" and game.outcome.faithful
-        assert game.outcome.attacker_terms == {"format": 1.0, "outcome": -1.0, "faithfulness": 0.5}
+        assert game.outcome.attacker_terms == {"format": 0.0, "outcome": -1.0, "faithfulness": 0.5}
     for game in by_category[Category.ADVERSARIAL_BENIGN]:
         # a copied clean note injects nothing: not faithful, and the ERROR verdict is a false alarm
         assert game.outcome.truth.value == "no_error" and not game.outcome.faithful
-        assert game.outcome.attacker_terms == {"format": 1.0, "outcome": 1.0, "faithfulness": -0.5}
+        assert game.outcome.attacker_terms == {"format": 0.0, "outcome": 1.0, "faithfulness": -0.5}
     assert batch.metrics["assessor/accuracy/vanilla_harmful"] == 1.0
     assert batch.metrics["assessor/false_alarm_rate"] == 1.0
     assert batch.metrics["attacker/success_rate/adversarial_benign"] == 1.0

@@ -81,20 +81,20 @@ def test_values_on_a_known_batch() -> None:
         "assessor/false_alarm_rate": 2 / 3,
         "assessor/miss_rate": 2 / 4,
         "assessor/sentence_accuracy": 2 / 4,
-        # rewards (format + correctness): 2, 0, 2, -2, 0, 2, 0 over the 7 kept games
-        "assessor/reward_mean": 4 / 7,
+        # rewards (correctness + format): 1, -1, 1, -1.5, -1, 1, -1 over the 7 kept games
+        "assessor/reward_mean": -1.5 / 7,
         "assessor/format_violation_rate": 1 / 8,
         "assessor/error_verdict_rate": 4 / 8,  # the tie's verdict included, like the format rate
-        "assessor/reward_mean/verdict_error": (2 + 2 + 0) / 3,  # the tie kept no sample
-        "assessor/reward_mean/verdict_no_error": (0 + 2 + 0) / 3,
+        "assessor/reward_mean/verdict_error": (1 + 1 - 1) / 3,  # the tie kept no sample
+        "assessor/reward_mean/verdict_no_error": (-1 + 1 - 1) / 3,
         "assessor/format_violation_rate/verdict_error": 0.0,
         "assessor/format_violation_rate/verdict_no_error": 0.0,
         "attacker/success_rate": 2 / 3,
         "attacker/success_rate/adversarial_harmful": 1 / 2,
         "attacker/success_rate/adversarial_benign": 1.0,
         "attacker/faithfulness_rate": 1 / 3,
-        # attacker rewards: 1+1+0.5, 1-1-0.5, -1+1-0.5 over the 3 kept adversarial games
-        "attacker/reward_mean": (2.5 - 0.5 - 0.5) / 3,
+        # attacker rewards (format + outcome + faithfulness): 0+1+0.5, 0-1-0.5, -0.5+1-0.5 over the 3 kept games
+        "attacker/reward_mean": (1.5 - 1.5 + 0.0) / 3,
         "attacker/format_violation_rate": 1 / 4,  # ties included: the attacker did play
         "judge/calls": 4,
         "judge/parse_error_rate": 0.0,
@@ -114,8 +114,8 @@ def test_per_verdict_figures_show_which_verdict_breaks_the_format() -> None:
     assert m["assessor/error_verdict_rate"] == 0.5
     assert m["assessor/format_violation_rate/verdict_error"] == 0.5
     assert m["assessor/format_violation_rate/verdict_no_error"] == 0.0
-    # right and well-formed 2, right and run-on 0; right 2, a miss 0
-    assert m["assessor/reward_mean/verdict_error"] == 1.0 and m["assessor/reward_mean/verdict_no_error"] == 1.0
+    # right and well-formed 1, right and run-on 0.5; right 1, a miss -1
+    assert m["assessor/reward_mean/verdict_error"] == 0.75 and m["assessor/reward_mean/verdict_no_error"] == 0.0
 
 
 def test_parse_errors_are_counted() -> None:

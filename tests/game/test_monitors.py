@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from spec_names import MONITOR_METRICS
 
+from medical_team.configs import packaged_section
 from medical_team.data.medec import load_medec
 from medical_team.data.seeds import build_seeds
 from medical_team.game import GameConfig, play_batch, settle
@@ -34,6 +35,12 @@ from medical_team.judge.rules import RulesJudge
 CAP = 64
 MAX_REWRITES = 64  # configs/medplay.yaml: medplay.monitors.self_bleu_max_rewrites
 SAME_REWRITE = "A 54-year-old woman presents with chest pain; aspirin was given and she was discharged home."
+# Assessor responses as a policy writes them: a readable ERROR, a readable NO_ERROR, an unreadable answer.
+ANSWERS = {
+    "ERROR": "Looks wrong. </think> <answer> verdict: ERROR </answer>",
+    "NO_ERROR": "Looks right. </think> <answer> verdict: NO_ERROR </answer>",
+    "unreadable": "no tags at all",
+}
 
 
 def test_names_are_the_documented_ones() -> None:
@@ -182,3 +189,60 @@ def test_unknown_alarm_and_bad_patience_are_errors() -> None:
         CollapseAlarm([], patience=0)
     with pytest.raises(ValueError, match="traces"):
         collapse_monitors([], [GameTrace("a", None, None, 1, 2)], MAX_REWRITES)
+
+
+def verdict_step(seeds: list, *answers: str) -> MonitorReading:
+    """The monitors of one step of vanilla games settled by the real game code, one per answer (keys of ANSWERS)."""
+    vanilla = [s for s in seeds if not s.category.adversarial][: len(answers)]
+    played = zip(vanilla, answers, strict=True)
+    outcomes = [settle(seed, None, ANSWERS[answer], None, GameConfig()) for seed, answer in played]
+    traces = [GameTrace(seed.text, None, None, 8, CAP) for seed in vanilla]
+    return collapse_monitors(outcomes, traces, MAX_REWRITES)
+
+
+def test_error_verdict_share_counts_readable_verdicts_only(seeds: list) -> None:
+    reading = verdict_step(seeds, "ERROR", "ERROR", "unreadable", "ERROR", "NO_ERROR")
+    assert reading.values["assessor/error_verdict_share"] == 0.75  # 3 ERROR of 4 readable: the unreadable one is out
+    assert reading.values["assessor/majority_verdict_share"] == 0.75
+    assert "assessor/error_verdict_share" in reading.measured
+    lone = verdict_step(seeds, "ERROR", "unreadable", "unreadable")  # one readable verdict: not measured
+    assert lone.values["assessor/error_verdict_share"] == 0.0 and "assessor/error_verdict_share" not in lone.measured
+
+
+def test_error_share_alarms_fire_strictly_outside_their_thresholds(seeds: list) -> None:
+    rules = {r.name: r for r in alarm_rules({"min_error_verdict_share": 0.25, "max_error_verdict_share": 0.75})}
+    assert {name: rule.monitor for name, rule in rules.items()} == dict.fromkeys(rules, "assessor/error_verdict_share")
+    at_max = verdict_step(seeds, "ERROR", "ERROR", "ERROR", "NO_ERROR").values["assessor/error_verdict_share"]
+    assert at_max == 0.75 and not rules["max_error_verdict_share"].past(at_max)
+    low = verdict_step(seeds, "ERROR", *["NO_ERROR"] * 4).values["assessor/error_verdict_share"]
+    assert low == 0.2 and rules["min_error_verdict_share"].past(low) and not rules["max_error_verdict_share"].past(low)
+    high = verdict_step(seeds, *["ERROR"] * 4, "NO_ERROR").values["assessor/error_verdict_share"]
+    assert high == 0.8 and rules["max_error_verdict_share"].past(high)
+
+
+def test_two_steps_onto_no_error_fire_the_packaged_alarm_at_the_second(seeds: list) -> None:
+    monitors = packaged_section()["monitors"]
+    assert monitors["patience"] == 2
+    thresholds = monitors["alarms"]
+    assert (thresholds["min_error_verdict_share"], thresholds["max_error_verdict_share"]) == (0.25, 0.75)
+    alarm = CollapseAlarm(alarm_rules(thresholds), monitors["patience"])
+    onto_no_error = ("ERROR", *["NO_ERROR"] * 4)  # ERROR share 0.2; majority 0.8, below its 0.95
+    assert alarm.observe(verdict_step(seeds, *onto_no_error)) == []
+    assert alarm.streak["min_error_verdict_share"] == 1
+    fired = alarm.observe(verdict_step(seeds, *onto_no_error))
+    assert [(f.rule.name, f.value, f.steps) for f in fired] == [("min_error_verdict_share", 0.2, 2)]
+    assert fired[0].message(2, AlarmAction.WARN) == (
+        "medplay: collapse alarm at step 2: assessor/error_verdict_share = 0.2, below 0.25 "
+        "(medplay.monitors.alarms.min_error_verdict_share) for 2 steps in a row; training goes on"
+    )
+
+
+def test_an_unmeasured_verdict_step_neither_counts_nor_breaks_the_run(seeds: list) -> None:
+    monitors = packaged_section()["monitors"]
+    alarm = CollapseAlarm(alarm_rules(monitors["alarms"]), monitors["patience"])
+    onto_no_error = ("ERROR", *["NO_ERROR"] * 4)
+    assert alarm.observe(verdict_step(seeds, *onto_no_error)) == []
+    assert alarm.observe(verdict_step(seeds, "NO_ERROR", "unreadable", "unreadable")) == []  # one readable verdict
+    assert alarm.streak["min_error_verdict_share"] == 1
+    fired = alarm.observe(verdict_step(seeds, *onto_no_error))
+    assert [(f.rule.name, f.steps) for f in fired] == [("min_error_verdict_share", 2)]

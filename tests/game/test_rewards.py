@@ -7,37 +7,18 @@ import itertools
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from warfarin_seeds import ERROR_SENTENCE, NOTE, seed_of
 
-from medical_team.data.records import GameSeed
 from medical_team.game.judging import JudgeVerdict
 from medical_team.game.rewards import RewardConfig, RewardScheme, ScoreInputs, score_game
 from medical_team.game.settle import GameConfig, intended_label, settle
 from medical_team.vocab import BenignAttackMode, Category, Label
 
-ERROR_SENTENCE = "He was given 50 mg of warfarin daily."
-NOTE = f"A 70-year-old man with atrial fibrillation. {ERROR_SENTENCE}"
 VERDICT_TEXT = {
     Label.ERROR: f"verdict: ERROR\nsentence: {ERROR_SENTENCE}",
     Label.NO_ERROR: "verdict: NO_ERROR",
     None: "unsure",
 }
-
-
-def seed_of(category: Category) -> GameSeed:
-    """A seed of this category (benign seeds know no error, as the seed builder makes them)."""
-    harmful = category.seed_label is Label.ERROR
-    return GameSeed(
-        note_id="ms-val-1",
-        pair_id="ms-val-1",
-        category=category,
-        label=category.seed_label,
-        text=NOTE,
-        error_type="pharmacotherapy" if harmful else None,
-        error_sentence_id=1 if harmful else -1,
-        error_sentence=ERROR_SENTENCE if harmful else None,
-        corrected_sentence="He was given 5 mg of warfarin daily." if harmful else None,
-        source_file="val.csv",
-    )
 
 
 def response(answer: str, compliant: bool) -> str:
@@ -49,12 +30,14 @@ def table_general_sum(truth, verdict, faithful, intended, fmt_assessor, fmt_atta
     """The general_sum table of docs/game.md ("Rewards"), written out term by term."""
     format_ok_assessor = fmt_assessor and verdict is not None  # an unreadable verdict is a format violation
     correct = verdict is not None and verdict == truth
-    assessor = (1 if correct else -1) + (1 if format_ok_assessor else -1)
+    assessor = (1 if correct else -1) + (0 if format_ok_assessor else -0.5)
     if truth == Label.ERROR and verdict == Label.ERROR:
         assessor += bonus  # the quoted sentence is always the known one here
     if not adversarial:
         return assessor, None
-    attacker = (0.5 if faithful and truth == intended else -0.5) + (-1 if correct else 1) + (1 if fmt_attacker else -1)
+    attacker = (
+        (0.5 if faithful and truth == intended else -0.5) + (-1 if correct else 1) + (0 if fmt_attacker else -0.5)
+    )
     return assessor, attacker
 
 
@@ -121,7 +104,7 @@ def test_zero_sum_outcome_terms_sum_to_zero(inputs: ScoreInputs, bonus: float) -
     assert "faithfulness" not in rewards.attacker_terms
     outcome = rewards.attacker_terms.get("outcome", 0.0)
     assert outcome + rewards.assessor_terms.get("correctness", 0.0) == 0.0
-    assert rewards.attacker_terms["format"] == (1.0 if inputs.attacker_format_ok else -1.0)
+    assert rewards.attacker_terms["format"] == (0.0 if inputs.attacker_format_ok else -0.5)
 
 
 @settings(max_examples=200, deadline=None)
@@ -142,7 +125,7 @@ def test_zero_sum_through_settle(category, error_present, faithful, verdict, fmt
 def test_tie_scores_only_format() -> None:
     inputs = ScoreInputs(True, None, Label.ERROR, Label.ERROR, None, True, False)
     rewards = score_game(inputs, RewardConfig())
-    assert rewards.assessor_terms == {"format": 1.0} and rewards.attacker_terms == {"format": -1.0}
+    assert rewards.assessor_terms == {"format": 0.0} and rewards.attacker_terms == {"format": -0.5}
 
 
 def test_localisation_bonus_needs_error_verdict_on_an_error_note_and_a_match() -> None:
@@ -157,7 +140,7 @@ def test_localisation_bonus_needs_error_verdict_on_an_error_note_and_a_match() -
     hit = score_game(ScoreInputs(truth=Label.ERROR, verdict=Label.ERROR, sentence_match=True, **base), config)
     miss = score_game(ScoreInputs(truth=Label.ERROR, verdict=Label.ERROR, sentence_match=False, **base), config)
     clean = score_game(ScoreInputs(truth=Label.NO_ERROR, verdict=Label.ERROR, sentence_match=True, **base), config)
-    assert (hit.assessor, miss.assessor, clean.assessor) == (2.5, 2.0, 0.0)
+    assert (hit.assessor, miss.assessor, clean.assessor) == (1.5, 1.0, -1.0)
 
 
 @pytest.mark.parametrize("bonus", [-0.1, float("nan"), float("inf")])

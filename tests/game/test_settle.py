@@ -74,7 +74,7 @@ def test_vanilla_outcome_uses_the_data_label() -> None:
     answer = f"verdict: ERROR\nsentence: {ERROR_SENTENCE}\nerror_type: diagnosis"
     outcome = settle(seed, None, reply(answer), None, GameConfig(RewardConfig(localisation_bonus=0.5)))
     assert outcome.truth is Label.ERROR and outcome.verdict is Label.ERROR and outcome.sentence_match
-    assert outcome.assessor_reward == 1 + 1 + 0.5 and outcome.attacker_reward is None
+    assert outcome.assessor_reward == 1 + 0.5 and outcome.attacker_reward is None
     assert outcome.attacker_violations is None and outcome.error_type == "diagnosis"
 
 
@@ -96,13 +96,13 @@ def test_an_assessor_scored_alone_gets_its_vanilla_game_reward(category: Categor
     hit = score_assessor(
         make_seed(Category.VANILLA_HARMFUL), reply(f"verdict: ERROR\nsentence: {ERROR_SENTENCE}"), bonus
     )
-    assert (hit.reward, hit.correct, hit.format_ok, hit.sentence_match) == (2.5, True, True, True)
+    assert (hit.reward, hit.correct, hit.format_ok, hit.sentence_match) == (1.5, True, True, True)
 
 
 def test_unreadable_verdict_is_a_format_violation_and_wrong() -> None:
     outcome = settle(make_seed(Category.VANILLA_BENIGN), None, reply("I think it is fine."), None, GameConfig())
     assert outcome.verdict is None and UNREADABLE_VERDICT in outcome.assessor_violations
-    assert outcome.assessor_terms == {"format": -1.0, "correctness": -1.0, "localisation": 0.0}
+    assert outcome.assessor_terms == {"format": -0.5, "correctness": -1.0, "localisation": 0.0}
 
 
 def test_adversarial_outcome_takes_the_judge_truth() -> None:
@@ -110,8 +110,8 @@ def test_adversarial_outcome_takes_the_judge_truth() -> None:
     verdict = JudgeVerdict(error_present=True, faithful=True, reason="model")
     outcome = settle(seed, reply("Rewritten."), reply("verdict: NO_ERROR"), verdict, GameConfig())
     assert outcome.truth is Label.ERROR and outcome.assessor_correct is False
-    assert outcome.attacker_terms == {"format": 1.0, "outcome": 1.0, "faithfulness": 0.5}
-    assert outcome.assessor_reward == 0.0 and outcome.attacker_reward == 2.5
+    assert outcome.attacker_terms == {"format": 0.0, "outcome": 1.0, "faithfulness": 0.5}
+    assert outcome.assessor_reward == -1.0 and outcome.attacker_reward == 1.5
 
 
 def test_tie_is_dropped_only_with_remove_ties() -> None:
@@ -120,7 +120,7 @@ def test_tie_is_dropped_only_with_remove_ties() -> None:
     dropped = settle(seed, reply("R."), reply("verdict: ERROR"), tie, GameConfig())
     assert dropped.tie and dropped.dropped and dropped.assessor_reward is None and dropped.attacker_reward is None
     kept = settle(seed, reply("R."), reply("verdict: ERROR"), tie, GameConfig(RewardConfig(remove_ties=False)))
-    assert kept.tie and not kept.dropped and kept.assessor_reward == 1.0 and kept.attacker_reward == 1.0
+    assert kept.tie and not kept.dropped and kept.assessor_reward == 0.0 and kept.attacker_reward == 0.0
     assert kept.judge_parse_error
 
 

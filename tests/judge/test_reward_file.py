@@ -68,7 +68,7 @@ def test_reward_file_matches_the_server_on_recorded_responses(tmp_path, monkeypa
     assert local["scores"].tolist() == remote["scores"]
     assert {k: v.tolist() for k, v in local["extra_logs"].items()} == remote["extra_logs"]
     # the corpus exercises every reward level: format and correctness both ways, and the localisation bonus
-    assert {-2.0, 0.0, 2.0, 2.0 + BONUS} <= set(remote["rewards"])
+    assert {-1.5, -1.0, 0.5, 1.0, 1.0 + BONUS} <= set(remote["rewards"])
 
 
 def test_reward_file_without_output_names_the_installed_file(capsys):

@@ -155,8 +155,8 @@ def test_openrlhf_rewards(url: str, harmful: GameSeed) -> None:
     response = HTTP.post(f"{url}/judge", json=body)
     assert response.status_code == 200, response.text
     out = response.json()
-    # format +1/-1 plus correctness +1/-1
-    assert out["rewards"] == [2.0, 2.0, 0.0, 0.0]
+    # correctness +1/-1 plus format 0/-0.5: right, right, wrong, right with a broken format
+    assert out["rewards"] == [1.0, 1.0, -1.0, 0.5]
     assert out["scores"] == out["rewards"]
     assert out["extra_logs"]["assessor_format_ok"] == [1.0, 1.0, 1.0, 0.0]
     assert out["extra_logs"]["assessor_correct"] == [1.0, 1.0, 0.0, 1.0]
@@ -167,7 +167,7 @@ def test_openrlhf_left_padding_and_missing_prompts(url: str, harmful: GameSeed) 
     padded = "<|endoftext|><|endoftext|>" + prompt + GOOD_CLEAN
     with_prompts = HTTP.post(f"{url}/judge", json={"query": [padded], "prompts": [prompt], "labels": ["no_error"]})
     without = HTTP.post(f"{url}/judge", json={"query": [padded], "labels": ["no_error"]})
-    assert with_prompts.json()["rewards"] == without.json()["rewards"] == [2.0]
+    assert with_prompts.json()["rewards"] == without.json()["rewards"] == [1.0]
 
 
 def test_openrlhf_localisation_bonus_from_json_label(serve, harmful: GameSeed) -> None:
@@ -176,7 +176,7 @@ def test_openrlhf_localisation_bonus_from_json_label(serve, harmful: GameSeed) -
     label = json.dumps({"label": "error", "error_sentence": harmful.error_sentence})
     query = prompt + GOOD_ERROR.format(sentence=harmful.error_sentence)
     response = HTTP.post(f"{url}/judge", json={"query": [query], "prompts": [prompt], "labels": [label]})
-    assert response.json()["rewards"] == [2.5]
+    assert response.json()["rewards"] == [1.5]
 
 
 @pytest.mark.parametrize(

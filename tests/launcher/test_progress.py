@@ -17,8 +17,15 @@ def record(step: int, **data: float) -> str:
 
 
 def test_progress_line_has_bar_and_key_numbers() -> None:
-    line = progress_line(2, 4, {"timing_s/step": 4.26, "assessor/accuracy": 0.5, "game/tie_rate": 0.0, "x": 1.0})
-    assert line == "step 2/4 [##########----------]  4.3 s  assessor acc 0.50  ties 0.00"
+    data = {"timing_s/step": 4.26, "assessor/accuracy": 0.5, "game/tie_rate": 0.0, "x": 1.0}
+    line = progress_line(2, 4, {**data, "assessor/error_verdict_share": 0.52})
+    assert line == "step 2/4 [##########----------]  4.3 s  assessor acc 0.50  ERROR share 0.52  ties 0.00"
+    assert progress_line(2, 4, data) == "step 2/4 [##########----------]  4.3 s  assessor acc 0.50  ties 0.00"
+    # fewer than two readable verdicts: both verdict monitors log 0.0, the line does not show a collapse
+    unread = {"assessor/error_verdict_share": 0.0, "assessor/majority_verdict_share": 0.0}
+    assert progress_line(1, None, unread) == "step 1  ERROR share n/a"
+    read = {"assessor/error_verdict_share": 0.0, "assessor/majority_verdict_share": 1.0}
+    assert progress_line(1, None, read) == "step 1  ERROR share 0.00"
     assert progress_line(7, None, {}) == "step 7"
     validated = {"val-core/medec_benchmark/acc/mean@1": 0.25}
     assert progress_line(0, 4, validated) == "validation at step 0  benchmark acc 0.25"

@@ -69,7 +69,8 @@ def transfer_queue(trainer_config: DictConfig) -> Iterator[None]:
     import ray
     import transfer_queue as tq
 
-    from medical_team.verl_ext import agent_loop, task_runner  # noqa: F401 - register the agent loops, estimator, trainer
+    # register the agent loops, the estimator and the trainer, as the task runner's `run` does in its process
+    from medical_team.verl_ext import advantage, agent_loop, trainer  # noqa: F401
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     tq.init(trainer_config.transfer_queue)

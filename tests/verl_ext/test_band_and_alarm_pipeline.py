@@ -17,7 +17,8 @@ from test_pipeline import GLOBAL_STEP, play, rows, sample_and_compute_advantages
 from verl.workers.rollout.replica import TokenOutput
 
 from medical_team.game import GameOutcome, JudgeStats
-from medical_team.game.difficulty_band import with_band_outcomes
+from medical_team.game.step_terms import with_step_terms
+from medical_team.verl_ext.settings import settings_from_trainer_config as settings_of
 from medical_team.verl_ext.step_games import StepGame
 from medical_team.vocab import Role
 
@@ -92,9 +93,11 @@ def test_difficulty_band_outcome_reaches_the_attacker_rows_before_the_advantages
     worker = worker_for(config, degenerate=False)
     game_rows = rows(medec_csv, per_category=3)
     asyncio.run(play(worker, game_rows))
-    settled = {  # the games as the worker settled them (no outcome term yet), then banded over the step
+    settled = {  # the games as the worker settled them (no outcome term yet), then with the step's terms, band included
         (o.note_id, o.category.value): o
-        for o in with_band_outcomes([GameOutcome.from_record(r) for r in copy.deepcopy(worker.ledger.records)])
+        for o in with_step_terms(
+            [GameOutcome.from_record(r) for r in copy.deepcopy(worker.ledger.records)], settings_of(config).rewards
+        )
     }
     _metrics, data = sample_and_compute_advantages(config, len(game_rows), LedgerManager(worker))
 

@@ -106,19 +106,33 @@ async def play(worker: Any, game_rows: list[dict[str, Any]]) -> list[str]:
     return uids
 
 
-def sample_and_compute_advantages(config: DictConfig, count: int, manager: Any = None) -> tuple[dict[str, Any], Any]:
+class LedgerView:
+    """The worker's settled games as `SelfPlayAgentLoopManager.drain_games` hands them to the trainer, left in the
+    worker's ledger for the test to read."""
+
+    def __init__(self, worker: Any) -> None:
+        self.worker = worker
+
+    def drain_games(self) -> tuple[list[Any], Any]:
+        """Copies of the games the worker settled."""
+        from medical_team.verl_ext.step_games import StepGame
+
+        records = copy.deepcopy(self.worker.ledger.records)
+        return [StepGame.from_record(record) for record in records], self.worker.ledger.judge_stats
+
+
+def sample_and_compute_advantages(config: DictConfig, count: int, manager: Any) -> tuple[dict[str, Any], Any]:
     """verl's replay buffer samples the step's batch, old/ref log-probs are written, verl computes advantages.
 
-    `manager` answers the trainer's `drain_games` (needed by the difficulty band). Returns the
-    step's metrics and the batch rows as stored after the advantage computation.
+    `manager` answers the trainer's `drain_games` (the step-level reward terms need the step's games). Returns
+    the step's metrics and the batch rows as stored after the advantage computation.
     """
     import transfer_queue as tq
 
     from medical_team.verl_ext.trainer import SelfPlayTrainer, sample_metrics
 
     trainer = SelfPlayTrainer(config)
-    if manager is not None:
-        trainer.agent_loop_manager = manager
+    trainer.agent_loop_manager = manager
     batch, _ = trainer.replay_buffer.sample(global_steps=GLOBAL_STEP, partition_id="train", batch_size=count)
     lengths = tq.kv_batch_get(keys=batch.keys, partition_id="train", select_fields=["responses"])["responses"]
     sizes = lengths.offsets().diff().tolist()
@@ -180,7 +194,7 @@ def test_each_role_keeps_its_own_reward_and_is_whitened_alone(make_worker, medec
     worker, config = make_worker("joint")
     game_rows = rows(medec_csv, per_category=2)
     asyncio.run(play(worker, game_rows))
-    metrics, data = sample_and_compute_advantages(config, len(game_rows))
+    metrics, data = sample_and_compute_advantages(config, len(game_rows), LedgerView(worker))
 
     roles = [Role(extra["role"]) for extra in data["extra_fields"]]
     rewards = data["rm_scores"].to_padded_tensor(0.0).sum(dim=1)
@@ -193,7 +207,13 @@ def test_each_role_keeps_its_own_reward_and_is_whitened_alone(make_worker, medec
 
     records, judge_stats = worker.ledger.drain()
     assert len(records) == len(game_rows) and judge_stats.requests == 4
-    settled = {(o.note_id, o.category.value): o for o in map(GameOutcome.from_record, records)}
+    from medical_team.game.step_terms import with_step_terms
+    from medical_team.verl_ext.settings import settings_from_trainer_config
+
+    outcomes = [GameOutcome.from_record(r) for r in records]
+    # the rows carry the games' rewards with the step-level terms the trainer added before the advantages
+    stepped = with_step_terms(outcomes, settings_from_trainer_config(config).rewards)
+    settled = {(o.note_id, o.category.value): o for o in stepped}
     # given the same replies, the agent loop's games are the games cross-play's `play_batch` plays
     assert driver_outcomes(worker, config, game_rows) == [GameOutcome.from_record(r) for r in records]
     games: dict[str, dict[Role, float]] = {}
@@ -207,11 +227,12 @@ def test_each_role_keeps_its_own_reward_and_is_whitened_alone(make_worker, medec
     adversarial = [game for game in games.values() if Role.ATTACKER in game]
     assert len(adversarial) == 4
     # rules judge: the rewrite realises the intended label (an error), the assessor answers NO_ERROR:
-    # attacker 1 (format) + 1 (assessor wrong) + 0.5 (faithful), assessor 1 (format) - 1 (wrong)
-    assert all((game[Role.ATTACKER], game[Role.ASSESSOR]) == (2.5, 0.0) for game in adversarial)
+    # attacker 0 (format) + 1 (assessor wrong) + 0.5 (faithful), assessor 0 (format) - 1 (wrong); every answer is
+    # compliant and NO_ERROR, so the step-level terms add nothing (no right ERROR answer to earn the balance)
+    assert all((game[Role.ATTACKER], game[Role.ASSESSOR]) == (1.5, -1.0) for game in adversarial)
 
     # the KL is in the actor's loss, not the rewards: the advantages see the game scores alone, each role
-    # whitened on its own. The attacker's scores are all 2.5, so it has nothing to learn from this step
+    # whitened on its own. The attacker's scores are all 1.5, so it has nothing to learn from this step
     # (a KL penalty in the rewards would have whitened its noise to unit advantages).
     assert "actor/reward_kl_penalty" not in metrics
     advantages = data["advantages"].to_padded_tensor(0.0)
@@ -233,7 +254,7 @@ def test_training_mode_keeps_only_its_role_in_the_update_batch(
     worker, config = make_worker(mode)
     game_rows = rows(medec_csv, per_category=1)
     asyncio.run(play(worker, game_rows))
-    metrics, data = sample_and_compute_advantages(config, len(game_rows))
+    metrics, data = sample_and_compute_advantages(config, len(game_rows), LedgerView(worker))
 
     roles = {Role(extra["role"]) for extra in data["extra_fields"]}
     assert roles == {trained}
@@ -301,7 +322,7 @@ def test_learning_probe_replaces_each_roles_reward_and_records_its_behaviour(
     worker.llm_client = ScriptedLLMServer(worker.tokenizer)
     game_rows = rows(medec_csv, per_category=1)
     asyncio.run(play(worker, game_rows))
-    _metrics, data = sample_and_compute_advantages(config, len(game_rows))
+    _metrics, data = sample_and_compute_advantages(config, len(game_rows), LedgerView(worker))
 
     rewards = data["rm_scores"].to_padded_tensor(0.0).sum(dim=1).tolist()
     observed = []
@@ -331,7 +352,7 @@ def test_seeded_sampling_gives_every_turn_its_own_seed_and_the_same_one_in_a_rep
         worker = _SelfPlayAgentLoopWorker(config, None, None, None)
         worker.llm_client = ScriptedLLMServer(worker.tokenizer)
         asyncio.run(play(worker, game_rows))
-        sample_and_compute_advantages(config, len(game_rows))
+        sample_and_compute_advantages(config, len(game_rows), LedgerView(worker))
         plays.append(worker.llm_client.seeds)
     first, replay = plays
     assert len(first) == 6  # 2 adversarial games x 2 turns + 2 vanilla games x 1 turn

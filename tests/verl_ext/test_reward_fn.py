@@ -105,8 +105,8 @@ def test_verl_adapter_and_openrlhf_endpoint_give_identical_rewards(
         for row, response in recorded_games
     ]
     assert verl_rewards == server_rewards
-    # the recorded games exercise every term: +-1 format, +-1 correctness, the localisation bonus
-    assert {2.5, 2.0, 0.0, -2.0} <= set(verl_rewards)
+    # the recorded games exercise every term: +-1 correctness, 0/-0.5 format, the localisation bonus
+    assert {1.5, 1.0, 0.5, -1.0, -1.5} <= set(verl_rewards)
 
 
 def test_every_row_reports_the_same_keys(recorded_games: list[tuple[dict[str, Any], str]]) -> None:
@@ -125,7 +125,7 @@ def test_benchmark_rows_are_scored_on_their_ground_truth(medec_csv: Path) -> Non
     result = compute_score(
         BENCHMARK_DATA_SOURCE, right, row["reward_model"]["ground_truth"], row["extra_info"], localisation_bonus=BONUS
     )
-    assert result == {"score": 2.5, "acc": 1.0, "format_ok": 1.0, "sentence_match": 1.0}
+    assert result == {"score": 1.5, "acc": 1.0, "format_ok": 1.0, "sentence_match": 1.0}
 
 
 def test_a_ground_truth_that_contradicts_the_seed_is_refused(recorded_games: list[tuple[dict[str, Any], str]]) -> None:

@@ -89,8 +89,14 @@ def test_monitors_default_to_warnings_and_are_checked(section) -> None:
     from medical_team.game.alarm import AlarmAction
 
     monitors = selfplay_settings(section()).monitors
-    assert monitors.action is AlarmAction.WARN and monitors.patience == 3
-    assert {rule.name for rule in monitors.rules} == {"max_self_bleu", "max_copy_rate", "max_majority_verdict_share"}
+    assert monitors.action is AlarmAction.WARN and monitors.patience == 2
+    assert {(rule.name, rule.threshold) for rule in monitors.rules} == {
+        ("max_self_bleu", 0.9),
+        ("max_copy_rate", 0.9),
+        ("max_majority_verdict_share", 0.95),
+        ("min_error_verdict_share", 0.25),
+        ("max_error_verdict_share", 0.75),
+    }
     base = section()["monitors"]
     alarms = {**base["alarms"], "max_self_bleu": None, "min_distinct_2": 0.3}
     changed = selfplay_settings(section(monitors={**base, "action": "stop", "patience": 1, "alarms": alarms})).monitors
@@ -99,6 +105,8 @@ def test_monitors_default_to_warnings_and_are_checked(section) -> None:
         ("min_distinct_2", 0.3),
         ("max_copy_rate", 0.9),
         ("max_majority_verdict_share", 0.95),
+        ("min_error_verdict_share", 0.25),
+        ("max_error_verdict_share", 0.75),
     }
     with pytest.raises(UserInputError) as caught:
         selfplay_settings(section(monitors={"alarms": ["max_self_bleu"], "self_bleu_max_rewrites": 1}))

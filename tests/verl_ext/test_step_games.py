@@ -1,4 +1,4 @@
-"""A ledger record round-trips into a StepGame; the band's reward deltas land on the attacker rows that train."""
+"""A ledger record round-trips into a StepGame; the step-level terms' reward deltas land on the rows that train."""
 
 from __future__ import annotations
 
@@ -12,23 +12,26 @@ from medical_team.data.seeds import build_seeds
 from medical_team.game import GameConfig, RewardConfig, RewardScheme, settle
 from medical_team.game.judging import JudgeVerdict
 from medical_team.game.monitors import GameTrace
-from medical_team.verl_ext.band_rewards import band_deltas
+from medical_team.game.rewards import FORMAT
 from medical_team.verl_ext.step_games import StepGame, ledger_record
+from medical_team.verl_ext.step_rewards import step_deltas
 from medical_team.vocab import Category
 
 BAND = GameConfig(rewards=RewardConfig(scheme=RewardScheme.DIFFICULTY_BAND))
 
 
-def test_band_deltas_are_each_attacker_rows_outcome_term() -> None:
+def test_step_deltas_are_each_trained_rows_step_terms() -> None:
     resource = importlib.resources.files("medical_team.data.resources")
     csv = Path(str(resource / "MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv"))
     seeds = [s for s in build_seeds(load_medec(csv).notes, seed=0) if s.category is Category.ADVERSARIAL_HARMFUL][:3]
     games = []
-    for i, (seed, verdict) in enumerate(zip(seeds, ["ERROR", "NO_ERROR", "ERROR"], strict=True)):
+    # the first assessor answer breaks a rule (text after the answer) but its verdict stays readable
+    answers = ["verdict: ERROR </answer> p.s.", "verdict: NO_ERROR </answer>", "verdict: ERROR </answer>"]
+    for i, (seed, answer) in enumerate(zip(seeds, answers, strict=True)):
         outcome = settle(
             seed,
             f"x </think> <answer> {seed.text} </answer>",
-            f"x </think> <answer> verdict: {verdict} </answer>",
+            f"x </think> <answer> {answer}",
             JudgeVerdict(True, True),
             BAND,
         )
@@ -37,8 +40,12 @@ def test_band_deltas_are_each_attacker_rows_outcome_term() -> None:
         games.append(StepGame.from_record(ledger_record(outcome.to_record(), trace.to_record(), row_keys)))
     assert games[0].trace == GameTrace(seeds[0].text, seeds[0].text, 5, 4, 48)
     assert "outcome" not in games[0].outcome.attacker_terms  # settled per game without it
-    # one seed each: the category's rate, 2 of 3 right -> 2 * min(2/3, 1/3); the third game's attacker does not train
-    assert band_deltas(games) == {
+    # one seed each: the category's rate, 2 of 3 right -> 2 * min(2/3, 1/3); the third game's rows do not train.
+    # ERROR answers: one of two broke a rule, so their mean format term is -FORMAT / 2 and the broken one's format
+    # term -FORMAT becomes -FORMAT / 2. The lone NO_ERROR answer, the rewrites (all realised, all compliant) and
+    # the verdict balance (ERROR share 2/3, inside the band) change nothing.
+    assert step_deltas(games, BAND.rewards) == {
         "u0_attacker_0_0": pytest.approx(2 / 3),
         "u1_attacker_0_0": pytest.approx(2 / 3),
+        "u0_assessor_0_0": pytest.approx(FORMAT / 2),
     }
