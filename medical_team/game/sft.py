@@ -49,7 +49,7 @@ def assessor_target(seed: GameSeed) -> str:
 
     The reasoning names the erroneous sentence by its id and the error's type but quotes neither the sentence nor
     its correction: the answer states them once. Quoting them twice made ERROR targets about twice as long as
-    NO_ERROR ones, and a response cap then cut ERROR answers more often (issue 40).
+    NO_ERROR ones, and a response cap then cut ERROR answers more often and pushed RL towards NO_ERROR (docs/game.md).
     """
     if seed.label is Label.NO_ERROR:
         reasoning = f"{_REVIEW} Every statement fits the case, so the note contains no medical error."

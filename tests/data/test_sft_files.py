@@ -106,7 +106,7 @@ def test_every_target_passes_the_game_parser_with_the_right_verdict(converted, n
 
 def test_error_targets_state_the_sentence_and_its_correction_once(converted):
     # The reasoning names the sentence by its id and the error type; only the answer quotes the sentence and its
-    # correction, so an ERROR target is not twice as long as a NO_ERROR one (issue 40).
+    # correction, so an ERROR target is not twice as long as a NO_ERROR one (docs/game.md).
     output, _ = converted
     game = read_verl_parquet(output / "train.parquet")
     seeds = {(row["extra_info"]["note_id"], row["extra_info"]["category"]): row["extra_info"] for row in game}
