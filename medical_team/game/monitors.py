@@ -21,6 +21,7 @@ from medical_team.game.settle import GameOutcome
 from medical_team.vocab import Label
 
 DISTINCT_ORDERS = (1, 2)
+MIN_READABLE_VERDICTS = 2  # readable verdicts a step needs before its verdict shares are measured
 _WORD = re.compile(r"\w+|[^\w\s]")
 
 
@@ -55,6 +56,13 @@ class MonitorReading:
 def _length_names(role: str) -> tuple[str, ...]:
     """The response-length monitors of one role."""
     return tuple(f"{role}/response_length/{stat}" for stat in ("mean", "p90", "clip_rate"))
+
+
+def error_verdict_share(outcomes: Sequence[GameOutcome]) -> float | None:
+    """`ERROR` verdicts over the games' readable verdicts; None below MIN_READABLE_VERDICTS of them."""
+    verdicts = Counter(o.verdict for o in outcomes if o.verdict is not None)
+    readable = sum(verdicts.values())
+    return verdicts[Label.ERROR] / readable if readable >= MIN_READABLE_VERDICTS else None
 
 
 def monitor_names() -> tuple[str, ...]:
@@ -169,11 +177,12 @@ def collapse_monitors(
         measured |= set(_length_names("attacker"))
     if traces:
         measured |= set(_length_names("assessor"))
-    verdicts = Counter(o.verdict for o in outcomes if o.verdict is not None)
-    readable = sum(verdicts.values())
-    values["assessor/majority_verdict_share"] = max(verdicts.values()) / readable if readable >= 2 else 0.0
-    # The direction of a collapse onto one verdict: the majority share alone cannot tell ERROR from NO_ERROR.
-    values["assessor/error_verdict_share"] = verdicts[Label.ERROR] / readable if readable >= 2 else 0.0
-    if readable >= 2:
+    error_share = error_verdict_share(outcomes)
+    if error_share is not None:
+        values["assessor/majority_verdict_share"] = max(error_share, 1.0 - error_share)
+        # The direction of a collapse onto one verdict: the majority share alone cannot tell ERROR from NO_ERROR.
+        values["assessor/error_verdict_share"] = error_share
         measured |= {"assessor/majority_verdict_share", "assessor/error_verdict_share"}
+    else:
+        values["assessor/majority_verdict_share"] = values["assessor/error_verdict_share"] = 0.0
     return MonitorReading({name: float(values[name]) for name in monitor_names()}, frozenset(measured))

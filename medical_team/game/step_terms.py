@@ -27,11 +27,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from medical_team.game.difficulty_band import with_band_outcomes
+from medical_team.game.monitors import error_verdict_share
 from medical_team.game.rewards import VERDICT_BALANCE, VERDICT_SHARE_BAND, RewardConfig, RewardScheme, format_term
 from medical_team.game.settle import GameOutcome
 from medical_team.vocab import Label, Role
 
-MIN_READABLE_VERDICTS = 2  # readable verdicts a step needs before its ERROR share means anything
 REALISED, MISSED = "realised", "missed"  # the attacker's answer kinds
 
 
@@ -55,27 +55,22 @@ class StepShares:
     """What the step-level terms read of a step: each answer kind's compliance, and the assessor's ERROR share."""
 
     compliance: Mapping[tuple[Role, str], float]  # (role, answer kind) -> share of its responses that broke no rule
-    error_share: float | None  # ERROR among readable verdicts; None below MIN_READABLE_VERDICTS of them
+    error_share: float | None  # ERROR among readable verdicts (monitors.error_verdict_share); None below two of them
 
 
 def step_shares(outcomes: Sequence[GameOutcome]) -> StepShares:
     """The shares of the step's games that train (dropped ties left out)."""
+    kept = [game for game in outcomes if not game.dropped]
     counts: dict[tuple[Role, str], list[int]] = defaultdict(lambda: [0, 0])  # [compliant, all]
-    verdicts = {Label.ERROR: 0, Label.NO_ERROR: 0}
-    for game in outcomes:
-        if game.dropped:
-            continue
-        if game.verdict is not None:
-            verdicts[game.verdict] += 1
+    for game in kept:
         for role in (Role.ASSESSOR, Role.ATTACKER):
             kind = answer_kind(game, role)
             if kind is not None:
                 counts[(role, kind)][0] += _format_ok(game, role)
                 counts[(role, kind)][1] += 1
-    readable = sum(verdicts.values())
     return StepShares(
         compliance={key: ok / total for key, (ok, total) in counts.items()},
-        error_share=verdicts[Label.ERROR] / readable if readable >= MIN_READABLE_VERDICTS else None,
+        error_share=error_verdict_share(kept),
     )
 
 
