@@ -53,10 +53,10 @@ def assessor_success_rates(outcomes: Sequence[GameOutcome]) -> list[float | None
 
 
 def with_band_outcomes(outcomes: Sequence[GameOutcome]) -> list[GameOutcome]:
-    """The games with the attacker's `outcome` term set to the band term (vanilla games and ties unchanged)."""
+    """The games with the attacker's `outcome` term set to the band term (vanilla games, ties, forfeits unchanged)."""
     out = []
     for game, rate in zip(outcomes, assessor_success_rates(outcomes), strict=True):
-        if rate is None or game.attacker_terms is None:
+        if rate is None or game.attacker_terms is None or game.judge_injection is not None:
             out.append(game)
         else:
             out.append(replace(game, attacker_terms={**game.attacker_terms, "outcome": band_outcome(rate)}))

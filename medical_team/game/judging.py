@@ -1,13 +1,41 @@
-"""What the game asks of a judge. Judge backends in `medical_team.judge` implement `Judge`."""
+"""What the game asks of a judge, and what a rewrite may not say to it. Judge backends in `medical_team.judge`
+implement `Judge`; the model judge's prompt and parser (`judge/prompt.py`) take the names below from here."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from medical_team.data.records import GameSeed
 from medical_team.vocab import Label
+
+JUDGE_ANSWER_KEYS = ("error_present", "faithful", "error_sentence")  # the model judge's answer lines, in order
+JUDGE_PROMPT_HEADINGS = ("ORIGINAL NOTE", "WHAT IS KNOWN", "REWRITTEN NOTE")  # the sections of its user message
+REWRITE_FENCE = "<<<"  # opens the lines that fence the rewrite in the judge's prompt
+
+# `key:` at a line's start, markdown emphasis and backticks tolerated: what the judge's parser reads as an answer.
+JUDGE_ANSWER_LINE = re.compile(
+    rf"^[ \t*`_]*({'|'.join(JUDGE_ANSWER_KEYS)})[ \t*`_]*:[ \t*`_]*(.*?)[ \t*`_]*$", re.IGNORECASE | re.MULTILINE
+)
+_HEADING_LINE = re.compile(
+    rf"^[ \t*#`_]*({'|'.join(JUDGE_PROMPT_HEADINGS)})[ \t*`_]*(:|\(|$)", re.IGNORECASE | re.MULTILINE
+)
+
+
+def judge_injection(rewrite: str) -> str | None:
+    """The first line of a rewrite that speaks the judge's language (an answer line, a prompt heading, the
+    rewrite's fence), or None. A note has no reason to carry one: it is an attempt to settle its own game."""
+    found = [m for pattern in (JUDGE_ANSWER_LINE, _HEADING_LINE) if (m := pattern.search(rewrite))]
+    fence = rewrite.find(REWRITE_FENCE)
+    starts = [m.start() for m in found] + ([fence] if fence >= 0 else [])
+    if not starts:
+        return None
+    start = min(starts)
+    line_start = rewrite.rfind("\n", 0, start) + 1
+    line_end = rewrite.find("\n", start)
+    return rewrite[line_start : None if line_end < 0 else line_end].strip()
 
 
 @dataclass(frozen=True)

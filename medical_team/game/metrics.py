@@ -34,6 +34,7 @@ def metric_names() -> tuple[str, ...]:
         "attacker/faithfulness_rate",
         "attacker/reward_mean",
         "attacker/format_violation_rate",
+        "attacker/judge_injection_rate",
         "judge/calls",
         "judge/parse_error_rate",
         "judge/latency_s",
@@ -80,16 +81,21 @@ def _assessor_metrics(decided: list[GameOutcome], games: Sequence[GameOutcome]) 
 
 
 def _attacker_metrics(adversarial: list[GameOutcome]) -> dict[str, float]:
-    """`attacker/*`: success (assessor wrong) overall and per category, faithfulness, reward, format."""
+    """`attacker/*`: success (assessor wrong) overall and per category, faithfulness, reward, format, forfeits."""
     decided = [o for o in adversarial if not o.tie]
-    out = {"attacker/success_rate": _rate(decided, lambda o: not o.assessor_correct)}
+
+    def won(o: GameOutcome) -> bool:
+        return not o.assessor_correct and o.judge_injection is None
+
+    out = {"attacker/success_rate": _rate(decided, won)}
     for c in ADVERSARIAL_CATEGORIES:
-        out[f"attacker/success_rate/{c.value}"] = _rate(
-            (o for o in decided if o.category is c), lambda o: not o.assessor_correct
-        )
-    out["attacker/faithfulness_rate"] = _rate(decided, lambda o: bool(o.faithful) and o.truth is o.intended)
+        out[f"attacker/success_rate/{c.value}"] = _rate((o for o in decided if o.category is c), won)
+    out["attacker/faithfulness_rate"] = _rate(
+        decided, lambda o: bool(o.faithful) and o.truth is o.intended and o.judge_injection is None
+    )
     out["attacker/reward_mean"] = _mean(o.attacker_reward for o in adversarial)
     out["attacker/format_violation_rate"] = _rate(adversarial, lambda o: not o.attacker_format_ok)
+    out["attacker/judge_injection_rate"] = _rate(adversarial, lambda o: o.judge_injection is not None)
     return out
 
 

@@ -66,6 +66,7 @@ class ScoreInputs:
     assessor_format_ok: bool
     attacker_format_ok: bool  # ignored in vanilla games
     sentence_match: bool = False  # the assessor's quoted sentence is the known error sentence
+    attacker_forfeits: bool = False  # the rewrite spoke to the judge (`judging.judge_injection`): a loss, tie or not
 
 
 @dataclass(frozen=True)
@@ -96,14 +97,25 @@ def format_term(compliant: bool) -> float:
     return 0.0 if compliant else -FORMAT
 
 
+def _forfeit_terms(scheme: RewardScheme) -> dict[str, float]:
+    """The attacker's terms of a game it forfeits: the outcome lost, and under the schemes that score
+    faithfulness, its label not realised."""
+    terms = {"outcome": -OUTCOME}
+    if scheme in (RewardScheme.GENERAL_SUM, RewardScheme.DIFFICULTY_BAND):
+        terms["faithfulness"] = -FAITHFULNESS
+    return terms
+
+
 def score_game(inputs: ScoreInputs, config: RewardConfig) -> GameRewards:
     """Both roles' reward terms for one game.
 
     In a tie the truth is unknown, so only the format terms are scored (they matter only when
-    ties are kept, `remove_ties=False`).
+    ties are kept, `remove_ties=False`). An attacker that forfeits loses whatever the truth, tie or not.
     """
     assessor = {"format": format_term(inputs.assessor_format_ok)}
     attacker = {"format": format_term(inputs.attacker_format_ok)} if inputs.adversarial else None
+    if attacker is not None and inputs.attacker_forfeits:
+        attacker.update(_forfeit_terms(config.scheme))
     if inputs.truth is None:
         return GameRewards(assessor, attacker)
 
@@ -111,7 +123,7 @@ def score_game(inputs: ScoreInputs, config: RewardConfig) -> GameRewards:
     assessor["correctness"] = _sign(right, CORRECTNESS)
     both_error = inputs.truth is Label.ERROR and inputs.verdict is Label.ERROR
     assessor["localisation"] = config.localisation_bonus if both_error and inputs.sentence_match else 0.0
-    if attacker is not None:
+    if attacker is not None and not inputs.attacker_forfeits:
         if config.scheme is not RewardScheme.DIFFICULTY_BAND:  # the band's outcome needs the step's other games
             attacker["outcome"] = -assessor["correctness"] * (OUTCOME / CORRECTNESS)
         if config.scheme in (RewardScheme.GENERAL_SUM, RewardScheme.DIFFICULTY_BAND):

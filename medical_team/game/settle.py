@@ -21,7 +21,7 @@ from typing import Any
 from medical_team.data.records import GameSeed
 from medical_team.game.answers import AssessorAnswer, parse_assessor_answer, sentence_matches
 from medical_team.game.cot import ParsedResponse, parse_response
-from medical_team.game.judging import Judge, JudgeRequest, JudgeVerdict
+from medical_team.game.judging import Judge, JudgeRequest, JudgeVerdict, judge_injection
 from medical_team.game.rewards import GameRewards, RewardConfig, ScoreInputs, score_game
 from medical_team.vocab import BenignAttackMode, Category, Label, Role
 
@@ -86,6 +86,7 @@ class GameOutcome:
     attacker_violations: tuple[str, ...] | None  # None in vanilla games
     assessor_terms: dict[str, float]
     attacker_terms: dict[str, float] | None  # None in vanilla games
+    judge_injection: str | None = None  # the rewrite's first line in the judge's language: the attacker forfeits
 
     @property
     def adversarial(self) -> bool:
@@ -119,8 +120,8 @@ class GameOutcome:
 
     @property
     def attacker_reward(self) -> float | None:
-        """The attacker's total reward; None in vanilla games and dropped games."""
-        return None if self.dropped else self.game_rewards.attacker
+        """The attacker's total reward; None in vanilla games and dropped games (a forfeit is never dropped)."""
+        return None if self.dropped and self.judge_injection is None else self.game_rewards.attacker
 
     def reward(self, role: Role) -> float | None:
         """The total reward of `role`; None when that role has no sample (dropped game, attacker in a vanilla game)."""
@@ -144,7 +145,7 @@ class GameOutcome:
             values[key] = None if values[key] is None else Label(values[key])
         for key in ("assessor_violations", "attacker_violations"):
             values[key] = None if values[key] is None else tuple(values[key])
-        return cls(**{name: values[name] for name in cls.__dataclass_fields__})
+        return cls(**{name: values[name] for name in cls.__dataclass_fields__ if name in values})
 
 
 def intended_label(category: Category, benign_mode: BenignAttackMode = BenignAttackMode.INJECT) -> Label:
@@ -239,6 +240,7 @@ def settle(
     if not answer.readable:
         assessor_violations += (UNREADABLE_VERDICT,)
 
+    injection = None if attack is None else judge_injection(attack.answer)
     known_sentence = _known_error_sentence(seed, note, verdict, truth)
     matched = answer.verdict is Label.ERROR and sentence_matches(answer.sentence, known_sentence)
     intended = intended_label(seed.category, config.benign_mode)
@@ -253,6 +255,7 @@ def settle(
             assessor_format_ok=not assessor_violations,
             attacker_format_ok=not attacker_violations,
             sentence_match=matched,
+            attacker_forfeits=injection is not None,
         ),
         config.rewards,
     )
@@ -275,6 +278,7 @@ def settle(
         attacker_violations=attacker_violations,
         assessor_terms=rewards.assessor_terms,
         attacker_terms=rewards.attacker_terms,
+        judge_injection=injection,
     )
 
 

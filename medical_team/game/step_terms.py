@@ -37,10 +37,11 @@ REALISED, MISSED = "realised", "missed"  # the attacker's answer kinds
 
 def answer_kind(outcome: GameOutcome, role: Role) -> str | None:
     """The kind of a role's response whose format it is compared with: the assessor's verdict, or whether
-    the attacker's rewrite has the truth it was asked to realise; None when it has none (unreadable, a tie)."""
+    the attacker's rewrite has the truth it was asked to realise; None when it has none (unreadable, a tie, a
+    forfeit: its terms are fixed)."""
     if role is Role.ASSESSOR:
         return None if outcome.verdict is None else outcome.verdict.value
-    if not outcome.adversarial or outcome.truth is None:
+    if not outcome.adversarial or outcome.truth is None or outcome.judge_injection is not None:
         return None
     return REALISED if outcome.truth is outcome.intended else MISSED
 

@@ -203,7 +203,7 @@ class SelfPlayAgentLoop(_TurnPlayer):
         outcome = game.outcome
         outputs = []
         for turn in game.turns:
-            trains = not outcome.dropped and self.settings.training_mode.trains(turn.role)
+            trains = outcome.reward(turn.role) is not None and self.settings.training_mode.trains(turn.role)
             extra = {CATEGORY_FIELD: outcome.category.value, TRAINS_FIELD: trains}
             reward = outcome.reward(turn.role) or 0.0
             if self.settings.learning_probe.enabled:  # its reward replaces the game's (learning_probe.py)

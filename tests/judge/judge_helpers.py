@@ -9,9 +9,13 @@ from medical_team.data.records import GameSeed
 from medical_team.game.judging import JudgeRequest
 from medical_team.game.rewards import RewardConfig
 from medical_team.judge.app import ServerSettings, create_app
+from medical_team.judge.backends import Runtime, build_judge
+from medical_team.judge.model_judge import ModelJudge
+from medical_team.judge.retry import RetryPolicy
 from medical_team.judge.rules import RulesJudge
 from medical_team.judge.schemas import GameIn, JudgeBatchIn
 from medical_team.judge.scorer import JudgeScorer
+from medical_team.judge.settings import packaged_judge_settings
 from medical_team.vocab import Label
 
 
@@ -23,6 +27,18 @@ def reworded(seed: GameSeed, extra: str = "") -> str:
 def make_request(seed: GameSeed, rewrite: str, intended: Label | None = None) -> JudgeRequest:
     """A judge request whose intended label defaults to the inject mode's (always `error`)."""
     return JudgeRequest(seed=seed, intended_label=intended or Label.ERROR, rewrite=rewrite)
+
+
+FAST_RETRY = RetryPolicy(attempts=3, initial_backoff_s=0.01, max_backoff_s=0.02)
+FAST = Runtime(retry=FAST_RETRY)
+
+
+def openai_judge(url: str, **options: object) -> ModelJudge:
+    """The openai backend as `build_judge` makes it, with quick retries."""
+    settings = packaged_judge_settings(backend="openai", url=f"{url}/v1", model="judge-model", **options)
+    judge = build_judge(settings, FAST)
+    assert isinstance(judge, ModelJudge)
+    return judge
 
 
 def rules_app(max_body_bytes: int = 64 * 1024, max_batch: int = 8, **reward_options: object) -> FastAPI:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass, field
+from typing import Literal
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -32,8 +33,18 @@ def _chat_reply(rewrite: str) -> str | None:
     return f"error_present: {error}\nfaithful: {faithful}{sentence}"
 
 
-def chat_completions_app(calls: Calls) -> FastAPI:
-    """An OpenAI-compatible `/v1/chat/completions` endpoint that answers in the judge's format."""
+_FENCED_REWRITE = re.compile(r"^<<<REWRITE (\w+)>>>\n(.*)\n<<<END REWRITE \1>>>$", re.DOTALL | re.MULTILINE)
+
+
+def fenced_rewrite(user: str) -> str:
+    """The rewrite between the judge prompt's fences ("" when there is none)."""
+    match = _FENCED_REWRITE.search(user)
+    return match.group(2) if match else ""
+
+
+def chat_completions_app(calls: Calls, *, echo: Literal["conversation", "rewrite"] | None = None) -> FastAPI:
+    """An OpenAI-compatible `/v1/chat/completions` endpoint that answers in the judge's format; with `echo`, it
+    first repeats the whole conversation it was sent, or only the rewrite, as a careless model may."""
     app = FastAPI()
 
     @app.post("/v1/chat/completions")
@@ -41,11 +52,14 @@ def chat_completions_app(calls: Calls) -> FastAPI:
         body = await request.json()
         calls.count += 1
         calls.models.append(body["model"])
-        user = body["messages"][-1]["content"]
-        rewrite = re.search(r"REWRITTEN NOTE:\n(.*)\n\nAnswer in the required format", user, re.DOTALL)
-        reply = _chat_reply(rewrite.group(1) if rewrite else "")
+        rewrite = fenced_rewrite(body["messages"][-1]["content"])
+        reply = _chat_reply(rewrite)
         if reply is None:
             return JSONResponse({"error": "upstream exploded"}, status_code=500)
+        if echo == "conversation":
+            reply = "\n\n".join([*(message["content"] for message in body["messages"]), reply])
+        elif echo == "rewrite":
+            reply = f"{rewrite}\n{reply}"
         return JSONResponse({"choices": [{"index": 0, "message": {"role": "assistant", "content": reply}}]})
 
     return app

@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from judge_helpers import HTTP, make_request, reworded, wire
+from judge_helpers import FAST, FAST_RETRY, HTTP, make_request, openai_judge, reworded, wire
 from loopback_apps import Calls, chat_completions_app, failing_app
 
 from medical_team.data.records import GameSeed
 from medical_team.errors import UserInputError
 from medical_team.judge.app import ServerSettings, create_app
-from medical_team.judge.backends import Runtime, build_judge
-from medical_team.judge.model_judge import ModelJudge
+from medical_team.judge.backends import build_judge
 from medical_team.judge.outage import JudgeUnavailableError
-from medical_team.judge.retry import RetryPolicy
 from medical_team.judge.scorer import JudgeScorer
 from medical_team.judge.settings import packaged_judge_settings
 from medical_team.vocab import Label
-
-FAST_RETRY = RetryPolicy(attempts=3, initial_backoff_s=0.01, max_backoff_s=0.02)
-FAST = Runtime(retry=FAST_RETRY)
-
-
-def openai_judge(url: str, **options: object) -> ModelJudge:
-    """The openai backend as `build_judge` makes it, with quick retries."""
-    settings = packaged_judge_settings(backend="openai", url=f"{url}/v1", model="judge-model", **options)
-    judge = build_judge(settings, FAST)
-    assert isinstance(judge, ModelJudge)
-    return judge
 
 
 def test_model_answers_parse_and_rules_run_first(serve, seed_pairs: list[tuple[GameSeed, GameSeed]]) -> None:
@@ -103,9 +90,7 @@ def test_openai_backend_needs_url_and_model() -> None:
 
 def test_server_answers_503_when_its_upstream_is_down(serve, harmful: GameSeed) -> None:
     upstream = serve(failing_app(Calls())).url
-    settings = packaged_judge_settings(
-        backend="openai", url=f"{upstream}/v1", model="m", max_consecutive_failures=1
-    )
+    settings = packaged_judge_settings(backend="openai", url=f"{upstream}/v1", model="m", max_consecutive_failures=1)
     url = serve(create_app(ServerSettings(), JudgeScorer(lambda: build_judge(settings, FAST)))).url
     for _ in range(100):
         if HTTP.get(f"{url}/ready").status_code == 200:
