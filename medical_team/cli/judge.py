@@ -10,12 +10,12 @@ medplay judge serve --backend openai --url http://127.0.0.1:8001/v1 --model medg
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import sys
 from typing import TYPE_CHECKING
 
 from medical_team.cli.judge_options import add_backend_arguments, judge_settings
 from medical_team.errors import UserInputError
+from medical_team.judge.access import TOKEN_ENV
 from medical_team.judge_kinds import JUDGE_BACKENDS, LOCAL_BACKENDS, backend_kind
 
 if TYPE_CHECKING:
@@ -26,29 +26,21 @@ if TYPE_CHECKING:
 SERVER_DEFAULT_BACKEND = "rules"
 
 
-def _is_loopback(host: str) -> bool:
-    """True for addresses only this machine can reach."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def _server_settings(args: argparse.Namespace, judge: JudgeSettings) -> ServerSettings:
     """Where the server listens and what one request may carry; invalid values become `UserInputError`."""
+    from medical_team.judge.access import judge_token
     from medical_team.judge.app import ServerSettings
 
-    limits = {"max_body_bytes": args.max_body_bytes, "max_batch": args.max_batch}
+    limits = {"max_body_bytes": args.max_body_bytes, "max_batch": args.max_batch, "max_concurrent": args.max_concurrent}
     try:
         return ServerSettings(
             host=args.host,
             port=judge.server_port if args.port is None else args.port,
+            token=judge_token(),
             **{k: v for k, v in limits.items() if v is not None},
         )
     except ValueError as error:
-        raise UserInputError(str(error)) from None
+        raise UserInputError(str(error), field="--host" if "token" in str(error) else None) from None
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -65,8 +57,8 @@ def run_serve(args: argparse.Namespace) -> int:
         rewards = RewardConfig(scheme=args.reward_scheme, localisation_bonus=args.localisation_bonus)
     except ValueError as error:
         raise UserInputError(str(error), field="--reward-scheme/--localisation-bonus") from None
-    if not _is_loopback(server.host):
-        print(f"medplay judge: warning: listening on {server.host}, reachable from other machines", file=sys.stderr)
+    if server.token is not None:
+        print(f"medplay judge: requests need the bearer token of {TOKEN_ENV}", file=sys.stderr)
     scorer = JudgeScorer(lambda: build_judge(judge, runtime), rewards=rewards)
     try:
         serve_forever(create_app(server, scorer), server.host, server.port)
@@ -89,11 +81,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     serve.add_argument(
         "--backend", choices=LOCAL_BACKENDS, default=SERVER_DEFAULT_BACKEND, help="judge backend (default: rules)"
     )
-    serve.add_argument("--host", default="127.0.0.1", help="bind address (default: 127.0.0.1, loopback only)")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help=f"bind address (default: 127.0.0.1, loopback only; any other needs {TOKEN_ENV})",
+    )
     serve.add_argument("--port", type=int, help="port (default: medplay.judge.server_port of configs/medplay.yaml)")
     add_backend_arguments(serve)
     serve.add_argument("--max-body-bytes", type=int, help="largest request body (413 above; default 8 MiB)")
     serve.add_argument("--max-batch", type=int, help="most games or queries per request (413 above; default 256)")
+    serve.add_argument("--max-concurrent", type=int, help="most requests in flight (429 above; default 64)")
     serve.add_argument(
         "--min-length-ratio", type=float, help="rewrite/seed length below this: unfaithful (default: YAML)"
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
@@ -16,6 +16,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from medical_team.judge.access import TOKEN_ENV, is_loopback
+from medical_team.judge.access_middleware import AccessMiddleware
 from medical_team.judge.body_limit import BodyLimitMiddleware
 from medical_team.judge.openrlhf_rewards import RewardInputError, reward_payload
 from medical_team.judge.outage import JudgeUnavailableError
@@ -27,14 +29,23 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class ServerSettings:
-    """Where the server listens and how much one request may carry."""
+    """Where the server listens, who may call it, and how much one request and all at once may carry."""
 
     host: str = "127.0.0.1"  # loopback unless the operator asks otherwise
     port: int = 0  # 0: a free port (tests); `medplay judge serve` passes medplay.judge.server_port
     max_body_bytes: int = 8 * 1024 * 1024
     max_batch: int = 256  # games per /v1/judge request, queries per /judge request
+    max_concurrent: int = 64  # requests in flight (429 above); training's agent-loop workers send a few each
+    token: str | None = field(default=None, repr=False)  # bearer token (access.TOKEN_ENV); required off loopback
 
     def __post_init__(self) -> None:
+        if not is_loopback(self.host) and self.token is None:
+            raise ValueError(
+                f"refusing to listen on {self.host}, reachable from other machines, without a token: "
+                f"set {TOKEN_ENV} (clients send it as Authorization: Bearer)"
+            )
+        if self.max_concurrent < 1:
+            raise ValueError(f"max_concurrent must be >= 1, got {self.max_concurrent}")
         if self.max_body_bytes < 1024:
             raise ValueError(f"max_body_bytes must be >= 1024, got {self.max_body_bytes}")
         if self.max_batch < 1:
@@ -103,8 +114,10 @@ def create_app(settings: ServerSettings, scorer: JudgeScorer) -> FastAPI:
 
     app = FastAPI(title="medplay judge", version="1", lifespan=lifespan)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    # added last, so it runs first: an unauthorised or surplus request is refused before its body is read
+    app.add_middleware(AccessMiddleware, token=settings.token, max_concurrent=settings.max_concurrent)
     _install_error_handlers(app)
-    errors = {413: {"model": ErrorOut}, 422: {"model": ErrorOut}, 503: {"model": ErrorOut}}
+    errors = {status: {"model": ErrorOut} for status in (401, 413, 422, 429, 503)}
 
     @app.get("/health")
     async def health() -> dict[str, str]:

@@ -34,6 +34,7 @@ def _rules_judge(settings: JudgeSettings, runtime: Runtime) -> Judge:
 
 
 def _http_judge(settings: JudgeSettings, runtime: Runtime) -> Judge:
+    from medical_team.judge.access import judge_token
     from medical_team.judge.client import HttpJudge
 
     return HttpJudge(
@@ -42,6 +43,7 @@ def _http_judge(settings: JudgeSettings, runtime: Runtime) -> Judge:
         batch_size=settings.batch_size,
         retry=runtime.retry or settings.retry,
         max_consecutive_failures=settings.max_consecutive_failures,
+        token=judge_token(),
     )
 
 

@@ -1,7 +1,9 @@
 """`HttpJudge`: a `Judge` that asks the judge server (`POST /v1/judge`) with timeouts, retries and backoff.
 
 A batch that still fails after its last retry becomes ties (counted); too many failed batches in a row
-raise `JudgeUnavailableError` so that training stops instead of learning from ties.
+raise `JudgeUnavailableError` so that training stops instead of learning from ties. A game the wire format
+refuses (a rewrite over `MAX_NOTE_CHARS`, text that is not valid Unicode) is a tie with that reason, never
+sent and never an outage.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import httpx
 from pydantic import ValidationError
 
 from medical_team.game.judging import JudgeRequest, JudgeVerdict
+from medical_team.judge.access import bearer_header
 from medical_team.judge.outage import ConsecutiveFailures
 from medical_team.judge.retry import RetryPolicy, describe_http_error
 from medical_team.judge.schemas import GameIn, JudgeBatchIn, JudgeBatchOut
@@ -30,6 +33,7 @@ class HttpJudge:
         batch_size: int = 64,
         retry: RetryPolicy | None = None,
         max_consecutive_failures: int | None = 5,
+        token: str | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -38,7 +42,7 @@ class HttpJudge:
         self.retry = retry or RetryPolicy()
         self.stats = JudgeCounters()
         self.failures = ConsecutiveFailures(self.base_url, max_consecutive_failures)
-        self._client = httpx.Client(base_url=self.base_url, timeout=timeout_s)
+        self._client = httpx.Client(base_url=self.base_url, timeout=timeout_s, headers=bearer_header(token))
 
     def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
         """One verdict per request, in order; raises only `JudgeUnavailableError` after too many failed batches."""
@@ -49,19 +53,32 @@ class HttpJudge:
 
     def _judge_batch(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
         start = time.perf_counter()
-        body = JudgeBatchIn(games=[GameIn.from_request(request) for request in requests]).model_dump(mode="json")
+        verdicts: list[JudgeVerdict | None] = []
+        games: list[GameIn] = []
+        for request in requests:
+            game = _wire_game(request)
+            verdicts.append(game if isinstance(game, JudgeVerdict) else None)
+            if isinstance(game, GameIn):
+                games.append(game)
+        if games:
+            answered = iter(self._post_batch(games))
+            verdicts = [next(answered) if verdict is None else verdict for verdict in verdicts]
+        done = [verdict for verdict in verdicts if verdict is not None]
+        self.stats.record(done, time.perf_counter() - start)
+        return done
+
+    def _post_batch(self, games: list[GameIn]) -> list[JudgeVerdict]:
+        """The server's verdicts on `games`; ties with the reason, and one failure counted, when it fails."""
+        body = JudgeBatchIn(games=games).model_dump(mode="json")
         try:
-            verdicts = self._post_with_retries(body, len(requests))
+            verdicts = self._post_with_retries(body, len(games))
         except Exception as error:  # noqa: BLE001 - any failure of the batch becomes ties, then maybe a stop
             reason = f"judge server {self.base_url} unavailable after {self.retry.attempts} tries: "
             reason += describe_http_error(error)
-            ties = [JudgeVerdict.as_tie(reason) for _ in requests]
-            self.stats.record(ties, time.perf_counter() - start)
             self.stats.record_failed_batch()
             self.failures.failure(reason)
-            return ties
+            return [JudgeVerdict.as_tie(reason) for _ in games]
         self.failures.success()
-        self.stats.record(verdicts, time.perf_counter() - start)
         return verdicts
 
     def _post_with_retries(self, body: dict, expected: int) -> list[JudgeVerdict]:
@@ -87,3 +104,13 @@ class HttpJudge:
     def close(self) -> None:
         """Close the HTTP connection pool."""
         self._client.close()
+
+
+def _wire_game(request: JudgeRequest) -> GameIn | JudgeVerdict:
+    """The request in the wire format, or a tie naming the field the format refuses (without echoing it)."""
+    try:
+        return GameIn.from_request(request)
+    except ValidationError as error:
+        problem = error.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"])
+        return JudgeVerdict.as_tie(f"judge request not sent: {where}: {problem['msg']}")

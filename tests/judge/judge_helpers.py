@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import httpx
 from fastapi import FastAPI
 
@@ -50,6 +52,17 @@ def rules_app(max_body_bytes: int = 64 * 1024, max_batch: int = 8, **reward_opti
 def wire(requests: list[JudgeRequest]) -> dict:
     """The JSON body of POST /v1/judge for these requests."""
     return JudgeBatchIn(games=[GameIn.from_request(r) for r in requests]).model_dump(mode="json")
+
+
+READY_TIMEOUT_S = 60.0  # loading the tiny model takes about a second; generous for a loaded machine
+
+
+def wait_until_ready(url: str, timeout_s: float = READY_TIMEOUT_S) -> None:
+    """Poll the server's /ready every 0.1 s until it answers 200; fail with its last answer after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while (response := HTTP.get(f"{url}/ready")).status_code != 200:
+        assert time.monotonic() < deadline, f"/ready after {timeout_s} s: {response.status_code} {response.text}"
+        time.sleep(0.1)
 
 
 # One pooled client for the tests' own requests: creating an httpx client per request costs tens of ms.

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
-from judge_helpers import HTTP, make_request, reworded, wire
+from judge_helpers import HTTP, make_request, reworded, wait_until_ready, wire
 
 from medical_team.data.records import GameSeed
 from medical_team.judge.app import ServerSettings, create_app
@@ -19,16 +18,6 @@ from medical_team.judge.settings import packaged_judge_settings
 from medical_team.models.tiny import TinyModelSpec, build_tiny_model
 
 pytestmark = pytest.mark.slow
-
-READY_TIMEOUT_S = 60.0  # loading the tiny model takes about a second; generous for a loaded machine
-
-
-def wait_until_ready(url: str, timeout_s: float = READY_TIMEOUT_S) -> None:
-    """Poll the server's /ready every 0.1 s until it answers 200; fail with its last answer after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while (response := HTTP.get(f"{url}/ready")).status_code != 200:
-        assert time.monotonic() < deadline, f"/ready after {timeout_s} s: {response.status_code} {response.text}"
-        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")

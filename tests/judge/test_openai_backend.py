@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from judge_helpers import FAST, FAST_RETRY, HTTP, make_request, openai_judge, reworded, wire
+from judge_helpers import FAST, FAST_RETRY, HTTP, make_request, openai_judge, reworded, wait_until_ready, wire
 from loopback_apps import Calls, chat_completions_app, failing_app
 
 from medical_team.data.records import GameSeed
@@ -92,9 +92,7 @@ def test_server_answers_503_when_its_upstream_is_down(serve, harmful: GameSeed) 
     upstream = serve(failing_app(Calls())).url
     settings = packaged_judge_settings(backend="openai", url=f"{upstream}/v1", model="m", max_consecutive_failures=1)
     url = serve(create_app(ServerSettings(), JudgeScorer(lambda: build_judge(settings, FAST)))).url
-    for _ in range(100):
-        if HTTP.get(f"{url}/ready").status_code == 200:
-            break
+    wait_until_ready(url)
     response = HTTP.post(f"{url}/v1/judge", json=wire([make_request(harmful, reworded(harmful))]))
     assert response.status_code == 503
     assert "judge backend unavailable" in response.json()["detail"] and "HTTP 500" in response.json()["detail"]

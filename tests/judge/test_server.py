@@ -7,7 +7,7 @@ import threading
 
 import httpx
 import pytest
-from judge_helpers import HTTP, make_request, reworded, rules_app, wire
+from judge_helpers import HTTP, make_request, reworded, rules_app, wait_until_ready, wire
 
 from medical_team.data.records import GameSeed
 from medical_team.game.prompts import THINKING_PREFIX, assessor_messages
@@ -110,10 +110,7 @@ def test_not_ready_while_the_backend_loads(serve, harmful: GameSeed) -> None:
     assert loading.status_code == 503 and "loading" in loading.json()["detail"]
     assert HTTP.post(f"{url}/v1/judge", json=wire([make_request(harmful, "")])).status_code == 503
     release.set()
-    for _ in range(200):
-        if HTTP.get(f"{url}/ready").status_code == 200:
-            break
-        threading.Event().wait(0.01)
+    wait_until_ready(url)
     assert HTTP.post(f"{url}/v1/judge", json=wire([make_request(harmful, "")])).status_code == 200
 
 
