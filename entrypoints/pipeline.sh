@@ -74,6 +74,17 @@ wait_until() {
 
 http_ok() { python -c 'import sys, httpx; sys.exit(httpx.get(sys.argv[1], timeout=5).status_code != 200)' "$1"; }
 
+# --- one run per output folder: its lock (medical_team/run_lock.py), held by this shell's open file until the
+# pipeline ends, taken before any step writes to the folder; the train step adopts it (MEDPLAY_RUN_LOCK_FD).
+mkdir -p "${MEDPLAY_CHECKPOINTS}"
+exec {run_lock_fd}<>"${MEDPLAY_CHECKPOINTS}/$(python -m medical_team.run_lock name)"
+refused="$(python -m medical_team.run_lock take "${MEDPLAY_CHECKPOINTS}" "${run_lock_fd}" "$$" 2>&1)" || {
+    code=$?
+    say "${refused}"
+    exit "${code}"
+}
+export MEDPLAY_RUN_LOCK_FD="${run_lock_fd}"
+
 # --- the user's Hydra overrides (written by the entrypoint, one per line) ---------------------------------
 user_overrides=()
 if [[ -s "${run_dir}/train.args" ]]; then

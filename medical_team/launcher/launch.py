@@ -17,6 +17,7 @@ from medical_team.configs import PROFILE_GROUP
 from medical_team.console import output_to_log, say
 from medical_team.errors import UserInputError
 from medical_team.launcher.startup import TrainerStages, stage
+from medical_team.run_lock import hold_run_lock
 
 if TYPE_CHECKING:
     from medical_team.launcher.run_plan import RunPlan
@@ -211,7 +212,12 @@ def prepare_checkpoints(config: DictConfig) -> None:
 
 
 def plan_run(overrides: Sequence[str], total_gib: float | None = None) -> PlannedRun:
-    """Compose and check the config, derive the run plan (run_plan.py) and apply it, before anything starts.
+    """Compose the config and plan the run (`plan_config`)."""
+    return plan_config(compose_config(overrides), total_gib)
+
+
+def plan_config(config: DictConfig, total_gib: float | None = None) -> PlannedRun:
+    """Check a composed config, derive the run plan (run_plan.py) and apply it, before anything starts.
 
     Every problem of the config at once: verl's part (keys it does not define, values medplay needs), then
     the `medplay:` section. `total_gib`: the card's memory (None: read through NVML on a GPU).
@@ -221,12 +227,17 @@ def plan_run(overrides: Sequence[str], total_gib: float | None = None) -> Planne
     from medical_team.launcher.verl_keys import verl_problems
     from medical_team.verl_ext.settings import settings_from_trainer_config
 
-    config = compose_config(overrides)
     settings = settings_from_trainer_config(config, verl_problems(config))
     check_judge(settings.judge)
     plan = derive_run_plan(config, settings.judge, total_gib)
     planned = planned_config(config, plan)
     return PlannedRun(planned, settings_from_trainer_config(planned), plan)
+
+
+def locked_folders(config: DictConfig) -> list[Path]:
+    """The folders one run owns: the output folder, and the checkpoint folder when it lies outside it."""
+    output, checkpoints = Path(config.medplay.output_dir), Path(config.trainer.default_local_dir)
+    return [output] if checkpoints.is_relative_to(output) else [output, checkpoints]
 
 
 def run_log_path(config: DictConfig) -> Path:
@@ -317,9 +328,14 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     from medical_team.verl_ext.reliability.graceful_stop import StoppedWhileWaitingError, stopped_while
 
     started = time.monotonic()
+    composed = compose_config(overrides)
+    # One run per output folder: before anything is checked, written into it (the log, the stop request, the
+    # judge's log) or started.
+    for folder in locked_folders(composed):
+        hold_run_lock(folder)
     # Everything derived from this machine (KV cache bytes, the emulated card, the judge's address, Ray's
     # cluster), once: from here on the config is only read.
-    run = plan_run(overrides)
+    run = plan_config(composed)
     config, settings = run.config, run.settings
     for line in run.plan.lines:
         say(f"medplay: {line}")

@@ -29,6 +29,7 @@ from medical_team.launcher.launch import (
     prepare_model,
     runtime_env_vars,
 )
+from medical_team.run_lock import hold_run_lock
 
 SFT_GROUP = "sft"
 BASE_SFT = "base"
@@ -127,6 +128,7 @@ def export_model(checkpoint_dir: Path, model_dir: Path) -> Path:
 def sft(overrides: Sequence[str]) -> SftPaths:
     """Compose the config, prepare the model, run verl's SFT trainer, export the model; return where it all is."""
     config = compose_sft_config(overrides)
+    hold_run_lock(Path(config.medplay.output_dir))  # before anything is written into the output folder
     check_data(config.sft.data, "sft.data")
     paths = sft_paths(config)
     env = runtime_env_vars(config)

@@ -1,0 +1,173 @@
+"""One run per output folder: a kernel lock (`flock`) on `<output folder>/run.lock`, held by the launcher.
+
+`medplay train` and `medplay sft` take it before they write anything into the folder and hold it until their
+process exits; a second run on the same folder ends at once with a `UserInputError` (exit status 2) naming the
+folder and the holder. The kernel drops the lock when the holder's last descriptor closes, so a killed run
+(SIGKILL included) never blocks the next one; the pid and host written into the file only make the message.
+
+Only the process that took the lock holds it: the descriptor is close-on-exec, and a child forked without
+exec (multiprocessing, data-loader workers) closes its copy at once, so no process left behind by a killed
+launcher keeps the folder locked. The appliance's pipeline (entrypoints/pipeline.sh) takes the lock on a
+descriptor of its own before its first step writes to the folder and hands that descriptor to its `medplay
+train` through `MEDPLAY_RUN_LOCK_FD`; the launcher adopts it instead of refusing its own pipeline.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+from medical_team.errors import UserInputError
+
+LOCK_NAME = "run.lock"
+# A descriptor of the lock file inherited from a parent that holds the lock for this run (the pipeline).
+INHERITED_FD_ENV = "MEDPLAY_RUN_LOCK_FD"
+# The lock file (device, inode) -> the descriptor this process holds it through.
+_held: dict[tuple[int, int], int] = {}
+
+
+def lock_path(folder: Path) -> Path:
+    """The lock file of an output folder."""
+    return folder / LOCK_NAME
+
+
+def hold_run_lock(folder: Path) -> None:
+    """Lock `folder` for this run until the process exits; a `UserInputError` when another run holds it.
+
+    Creates the folder and its lock file when missing and changes nothing else; calling it again in a
+    process that holds the lock does nothing.
+    """
+    path = lock_path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except OSError as error:
+        raise UserInputError(f"cannot create the run's lock file: {error.strerror}", file=str(path)) from error
+    try:
+        key = _file_key(fd)
+        if key in _held:
+            os.close(fd)
+            return
+        inherited = _inherited_fd(key)
+        if inherited is not None and _try_lock(inherited, path):
+            os.close(fd)
+            os.set_inheritable(inherited, False)
+            _held[key] = inherited
+            return
+        if not _try_lock(fd, path):
+            raise _in_use(folder, _holder(fd))
+        _record_holder(fd, os.getpid())
+    except BaseException:
+        os.close(fd)
+        raise
+    _held[key] = fd
+
+
+def take_inherited(folder: Path, fd: int, pid: int) -> None:
+    """Lock `folder` through `fd`, a descriptor of its lock file that a shell keeps open, for process `pid`.
+
+    The lock belongs to the open file, so it stays with the shell after this process exits.
+    """
+    path = lock_path(folder)
+    if _file_key(fd) != _file_key_of(path):
+        raise UserInputError(f"descriptor {fd} is not this folder's lock file", file=str(path))
+    if not _try_lock(fd, path):
+        raise _in_use(folder, _holder(fd))
+    _record_holder(fd, pid)
+
+
+def _file_key(fd: int) -> tuple[int, int]:
+    stat = os.fstat(fd)
+    return stat.st_dev, stat.st_ino
+
+
+def _file_key_of(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_dev, stat.st_ino
+
+
+def _inherited_fd(key: tuple[int, int]) -> int | None:
+    """The descriptor named by MEDPLAY_RUN_LOCK_FD when it is open on the same lock file."""
+    value = os.environ.get(INHERITED_FD_ENV, "")
+    if not value.isdigit():
+        return None
+    try:
+        return int(value) if _file_key(int(value)) == key else None
+    except OSError:
+        return None
+
+
+def _try_lock(fd: int, path: Path) -> bool:
+    """Take the exclusive lock without waiting; False when another open file holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as error:
+        if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return False
+        raise UserInputError(f"cannot lock the run's lock file: {error.strerror}", file=str(path)) from error
+    return True
+
+
+def _record_holder(fd: int, pid: int) -> None:
+    """Write who holds the lock (for the message a refused run shows; never read to decide anything)."""
+    record = json.dumps({"pid": pid, "host": socket.gethostname()}).encode() + b"\n"
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, record, 0)
+
+
+def _holder(fd: int) -> str:
+    """`pid N on host H` as the holder recorded it, or why it cannot be said."""
+    try:
+        record = json.loads(os.pread(fd, 4096, 0))
+        return f"pid {int(record['pid'])} on host {record['host']}"
+    except (OSError, ValueError, TypeError, KeyError):
+        return "a process that has not recorded its pid yet"
+
+
+def _in_use(folder: Path, holder: str) -> UserInputError:
+    return UserInputError(
+        f"in use by another medplay run ({holder}; lock: {LOCK_NAME}); wait for it to end, stop it, "
+        "or use another output folder",
+        file=str(folder),
+    )
+
+
+def _close_in_forked_child() -> None:
+    # The forked copy shares the open file with the parent; closing it leaves the lock with the parent alone.
+    for fd in _held.values():
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _held.clear()
+
+
+os.register_at_fork(after_in_child=_close_in_forked_child)
+
+
+def main(argv: list[str]) -> int:
+    """For shell scripts: `name` prints the lock file's name; `take FOLDER FD PID` locks FOLDER through FD."""
+    if argv[:1] == ["name"] and len(argv) == 1:
+        print(LOCK_NAME)
+        return 0
+    if argv[:1] == ["take"] and len(argv) == 4:
+        try:
+            take_inherited(Path(argv[1]), int(argv[2]), int(argv[3]))
+        except UserInputError as error:
+            print(f"error: {error.one_line()}", file=sys.stderr)
+            return 2
+        return 0
+    print("usage: python -m medical_team.run_lock name | take FOLDER FD PID", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

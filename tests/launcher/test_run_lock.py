@@ -1,0 +1,223 @@
+"""One run per output folder (medical_team/run_lock.py), with real processes holding and asking for the lock.
+
+A second `medplay train`, `medplay sft` or appliance pipeline (entrypoints/pipeline.sh) on a folder whose lock a
+live process holds exits 2 with one line naming the folder and the holder's pid, and changes nothing in the folder;
+the pipeline's train step adopts the lock its shell holds; a holder killed with SIGKILL, whose forked and exec'd
+children live on, leaves the folder free at once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psutil
+import pytest
+from omegaconf import OmegaConf
+from processes import stop_session
+
+from medical_team.launcher.launch import locked_folders
+from medical_team.run_lock import INHERITED_FD_ENV, LOCK_NAME
+from medical_team.verl_ext.reliability.graceful_stop import STOP_FILE
+
+REPO = Path(__file__).resolve().parents[2]
+PIPELINE = REPO / "entrypoints" / "pipeline.sh"
+MEDPLAY = str(Path(sys.executable).with_name("medplay"))
+OLD_MTIME_NS = 1_600_000_000 * 10**9  # a fixed past time: any write to a file or folder moves it
+# Takes the lock on argv[1] (twice: the second call, in the holding process, does nothing), optionally starts a
+# forked and an exec'd child that outlive it, says `ready` and holds the lock until its stdin closes.
+HOLDER = """
+import os, subprocess, sys, time
+from pathlib import Path
+from medical_team.run_lock import hold_run_lock
+folder = Path(sys.argv[1])
+hold_run_lock(folder)
+hold_run_lock(folder)
+if sys.argv[2:] == ["children"]:
+    read_end, write_end = os.pipe()
+    if os.fork() == 0:  # a worker forked without exec, as multiprocessing's and data loaders' are
+        os.write(write_end, b"forked")  # its copy of the lock's descriptor was closed before fork() returned
+        time.sleep(600)
+    os.read(read_end, 6)
+    subprocess.Popen(["sleep", "600"], close_fds=False)
+print("ready", flush=True)
+sys.stdin.read()
+"""
+# The pipeline's lines (entrypoints/pipeline.sh): the shell opens the lock file of folder $1 and holds the lock.
+SHELL_HOLDS = (
+    'exec {fd}<>"$1/$(python -m medical_team.run_lock name)"\npython -m medical_team.run_lock take "$1" "$fd" $$\n'
+)
+REMEDY = "; wait for it to end, stop it, or use another output folder"
+ACQUIRE = "import sys\nfrom pathlib import Path\nfrom medical_team.run_lock import hold_run_lock\n"
+ACQUIRE += "hold_run_lock(Path(sys.argv[1]))\nprint('locked', flush=True)\n"
+
+
+@contextmanager
+def holder(folder: Path, *extra: str) -> Iterator[subprocess.Popen[str]]:
+    """A process holding `folder`'s lock, returned once it said `ready`; released when the block ends."""
+    process = subprocess.Popen([sys.executable, "-c", HOLDER, str(folder), *extra], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True, start_new_session=True)  # fmt: skip
+    assert process.stdout is not None and process.stdin is not None
+    said = []
+    try:
+        while (line := process.stdout.readline()) and line != "ready\n":
+            said.append(line)
+        assert line == "ready\n", f"the holder ended before it was ready: {said}"
+        yield process
+    finally:
+        process.stdin.close()
+        stop_session(process.pid, grace_s=5)
+        process.wait(timeout=30)
+
+
+def acquire(folder: Path) -> subprocess.CompletedProcess[str]:
+    """A fresh process asking for the lock of `folder` and exiting (which releases it)."""
+    command = [sys.executable, "-c", ACQUIRE, str(folder)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+def used_folder(folder: Path) -> Path:
+    """An output folder a run has used: a stop request, metrics, logs, the judge's log; every time in the past."""
+    for name, text in (
+        (f"checkpoints/{STOP_FILE}", "SIGTERM\n"),
+        ("checkpoints/metrics.jsonl", '{"step": 1}\n'),
+        ("logs/train-20250101T000000Z.log", "old run\n"),
+        ("judge-server.log", "old judge\n"),
+        ("sft/metrics.jsonl", '{"step": 1}\n'),
+    ):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
+    return folder
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every file and folder under `folder` (itself included), with its size and mtime."""
+    return {str(path.relative_to(folder)): (path.stat().st_size, path.stat().st_mtime_ns)
+            for path in [folder, *folder.rglob("*")]}  # fmt: skip
+
+
+def date_back(folder: Path) -> None:
+    """Set every mtime under `folder` to OLD_MTIME_NS, deepest first."""
+    for path in sorted([folder, *folder.rglob("*")], key=lambda p: len(p.parts), reverse=True):
+        os.utime(path, ns=(OLD_MTIME_NS, OLD_MTIME_NS))
+
+
+def venv_first() -> dict[str, str]:
+    """This environment with the virtualenv's `python` and `medplay` first on PATH, as in the image."""
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def held_line(folder: Path, pid: int) -> str:
+    """What a refused run says of the folder and its holder."""
+    return f"{folder}: in use by another medplay run (pid {pid} on host {socket.gethostname()}; lock: {LOCK_NAME})"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["train", "sft"])
+def test_a_second_run_on_a_held_folder_exits_2_naming_the_holder_and_changes_nothing(
+    tmp_path: Path, command: str
+) -> None:
+    folder = used_folder(tmp_path / "run")
+    with holder(folder) as holding:
+        date_back(folder)
+        before = snapshot(folder)
+        second = subprocess.run(
+            [MEDPLAY, command, "profile=cpu-smoke", f"medplay.output_dir={folder}"],
+            capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path,
+        )  # fmt: skip
+        assert second.returncode == 2, second.stderr[-3000:]
+        assert second.stderr.splitlines() == [f"medplay {command}: error: {held_line(folder, holding.pid)}{REMEDY}"]
+        # Refused before the stop request was cleared, a log opened, the judge or Ray started.
+        assert snapshot(folder) == before
+        # Nothing else said (train echoes its overrides first): no stage began.
+        assert set(second.stdout.splitlines()) <= {f"medplay {command}: profile=cpu-smoke medplay.output_dir={folder}"}
+
+
+def test_the_appliance_pipeline_refuses_a_held_checkpoints_volume_before_its_first_step(tmp_path: Path) -> None:
+    folder = used_folder(tmp_path / "checkpoints")
+    run_dir, logs = tmp_path / "run", tmp_path / "logs"
+    run_dir.mkdir()
+    env = {
+        **venv_first(),
+        "MEDPLAY_HOME": str(REPO),
+        "MEDPLAY_CHECKPOINTS": str(folder),
+        "MEDPLAY_LOGS": str(logs),
+        "MEDPLAY_RUN_DIR": str(run_dir),
+        "MEDPLAY_DATA": str(tmp_path / "data"),
+    }
+    with holder(folder) as holding:
+        date_back(folder)
+        before = snapshot(folder)
+        pipeline = subprocess.run(["bash", str(PIPELINE)], env=env, capture_output=True, text=True, timeout=120,
+                                  check=False)  # fmt: skip
+        assert pipeline.returncode == 2, pipeline.stdout + pipeline.stderr
+        assert (run_dir / "pipeline.status").read_text() == "2\n"
+        refusals = [line for line in pipeline.stdout.splitlines() if "in use" in line]
+        assert len(refusals) == 1 and refusals[0].endswith(
+            f" pipeline: error: {held_line(folder, holding.pid)}{REMEDY}"
+        )
+        assert not any((logs / "pipeline").iterdir())  # no step ran
+        assert snapshot(folder) == before
+
+
+def test_a_child_of_the_shell_holding_the_lock_adopts_it_others_are_refused(tmp_path: Path) -> None:
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    # A process without the descriptor, or with the variable naming another descriptor, is refused meanwhile.
+    script = (
+        f'echo "shell $$"\n{SHELL_HOLDS}'
+        f'{INHERITED_FD_ENV}="$fd" python -c "$2" "$1"\n'
+        'python -c "$2" "$1" 2>/dev/null || echo "refused: $?"\n'
+        f'{INHERITED_FD_ENV}=0 python -c "$2" "$1" || echo "refused: $?"\n'
+    )
+    command = ["bash", "-c", script, "pipeline", str(folder), ACQUIRE]
+    shell = subprocess.run(command, env=venv_first(), capture_output=True, text=True, timeout=120, check=True)
+    said = shell.stdout.splitlines()
+    assert said[1:] == ["locked", "refused: 1", "refused: 1"], shell.stderr[-3000:]
+    assert held_line(folder, int(said[0].removeprefix("shell "))) in shell.stderr
+    assert acquire(folder).stdout == "locked\n"  # the shell has ended
+
+
+@pytest.mark.slow
+def test_the_pipelines_train_step_adopts_the_lock_its_shell_holds(tmp_path: Path) -> None:
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    # The appliance's folders: one for the output and the checkpoints; no data, so that it ends past the lock.
+    train = f'{INHERITED_FD_ENV}="$fd" medplay train profile=cpu-smoke medplay.output_dir="$1" '
+    train += 'trainer.default_local_dir="$1" medplay.data_dir="$1/none"\n'
+    command = ["bash", "-c", SHELL_HOLDS + train, "pipeline", str(folder)]
+    shell = subprocess.run(command, env=venv_first(), capture_output=True, text=True, timeout=300, check=False)
+    assert shell.returncode == 2
+    assert shell.stderr.splitlines()[-1].startswith(f"medplay train: error: {folder}/none/train.parquet: ")
+
+
+def test_a_killed_holder_leaves_the_folder_free_though_its_children_live_on(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    with holder(folder, "children") as holding:
+        assert acquire(folder).returncode == 1
+        children = psutil.Process(holding.pid).children()
+        assert len(children) == 2  # one forked, one exec'd
+
+        holding.send_signal(signal.SIGKILL)
+        holding.wait(timeout=30)
+        again = acquire(folder)
+
+        assert again.returncode == 0, again.stderr[-3000:]
+        assert again.stdout == "locked\n"
+        assert all(child.is_running() for child in children)
+
+
+def test_a_checkpoint_folder_outside_the_output_folder_is_locked_too(tmp_path: Path) -> None:
+    def folders(checkpoints: Path) -> list[Path]:
+        config = {"medplay": {"output_dir": str(tmp_path / "out")}, "trainer": {"default_local_dir": str(checkpoints)}}
+        return locked_folders(OmegaConf.create(config))
+
+    assert folders(tmp_path / "out" / "checkpoints") == [tmp_path / "out"]
+    assert folders(tmp_path / "out") == [tmp_path / "out"]  # the appliance's: one folder for both
+    assert folders(tmp_path / "elsewhere") == [tmp_path / "out", tmp_path / "elsewhere"]
