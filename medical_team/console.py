@@ -8,6 +8,7 @@ the log). With `stream=True` the same output also streams to the terminal throug
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -22,10 +23,26 @@ _terminal: tuple[TextIO, TextIO] | None = None
 
 
 def say(message: str, *, err: bool = False) -> None:
-    """Show a message to the user on the terminal (stderr with `err`); it also lands in the run log if there is one."""
-    print(message, file=sys.stderr if err else sys.stdout, flush=True)
+    """Show a message on the terminal (stderr with `err`), then in the run log if there is one; never raises for either.
+
+    The terminal comes first and on its own: a log that cannot be written (a full disk) still lets the user read
+    the line, and a line that cannot be shown is not worth failing the caller (a signal handler, a watchdog).
+    """
     if _terminal is not None:
-        print(message, file=_terminal[1] if err else _terminal[0], flush=True)
+        _write(_terminal[1] if err else _terminal[0], message)
+    _write(sys.stderr if err else sys.stdout, message)  # the log while output_to_log is active, else the terminal
+
+
+def _write(stream: TextIO, message: str) -> None:
+    try:
+        print(message, file=stream, flush=True)
+    except RuntimeError:
+        # "reentrant call": a signal handler's line came while this thread was inside a write to the same
+        # stream (SIGTERM during another line), so the line goes straight to the file descriptor.
+        with contextlib.suppress(OSError, ValueError):
+            os.write(stream.fileno(), f"{message}\n".encode(errors="replace"))
+    except (OSError, ValueError):  # ENOSPC, EIO, EPIPE; ValueError: a terminal closed by another thread
+        pass
 
 
 def output_is_logged() -> bool:
@@ -59,11 +76,14 @@ def output_to_log(path: Path, *, stream: bool = False) -> Iterator[Path]:
     try:
         yield path
     except BaseException:
-        traceback.print_exc()
+        # A log that cannot be written (a full disk) must not replace the exception nor keep the fds on it.
+        with contextlib.suppress(OSError):
+            traceback.print_exc()
         raise
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for std in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError):
+                std.flush()
         os.dup2(saved[0], 1)
         os.dup2(saved[1], 2)
         for fd in (*saved, target):

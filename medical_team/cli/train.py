@@ -11,6 +11,7 @@ from pathlib import Path
 
 from medical_team.errors import UserInputError
 from medical_team.metrics_records import read_step_records
+from medical_team.redaction import redacted_overrides
 from medical_team.verl_ext.benchmark_validation import BENCHMARK_ACCURACY_METRIC
 
 DEFAULT_PROFILE = "cpu-smoke"
@@ -114,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
 
     report = probe_report_path(args)
     overrides = with_profile(list(args.overrides), report)
-    print(f"medplay train: {' '.join(overrides)}", flush=True)
+    print(f"medplay train: {' '.join(redacted_overrides(overrides))}", flush=True)
     try:
         paths = train(overrides, verbose=args.verbose)
     except UserInputError:

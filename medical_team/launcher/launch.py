@@ -184,6 +184,13 @@ def prepare_model(config: DictConfig) -> None:
         say(f"medplay: built the tiny random model in {model_path}")
 
 
+def save_config(config: DictConfig, path: Path) -> None:
+    """Write `config` as YAML, the values of secret-named settings redacted (`redaction.py`)."""
+    from medical_team.redaction import redacted
+
+    OmegaConf.save(OmegaConf.create(redacted(OmegaConf.to_container(config))), path)
+
+
 def record_run(config: DictConfig) -> None:
     """Write the composed config and what the run ran on (versions, image tag, git commit) into the output folder."""
     from medical_team.stack import run_record
@@ -192,7 +199,7 @@ def record_run(config: DictConfig) -> None:
     output.mkdir(parents=True, exist_ok=True)
     # verl's file logger opens the metrics file without creating its folder.
     Path(config.medplay.metrics_file).parent.mkdir(parents=True, exist_ok=True)
-    OmegaConf.save(config, output / "config.yaml")
+    save_config(config, output / "config.yaml")
     (output / "versions.json").write_text(json.dumps(run_record(), indent=2) + "\n")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -12,7 +13,7 @@ from medical_team.judge.gold_probe import JudgeGoldFloorError
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.verl_ext.reliability.graceful_stop import StoppedWhileWaitingError
 from medical_team.verl_ext.reliability.guards import NonFiniteTrainingError
-from medical_team.verl_ext.run_failures import AllTiesError, JudgeServerError
+from medical_team.verl_ext.run_failures import AllTiesError, JudgeServerError, MetricsWriteError
 
 # Raised in a Ray actor (agent-loop worker or trainer) or the launcher to end the run with a message for the user.
 RUN_STOPPING_ERRORS: tuple[type[BaseException], ...] = (
@@ -22,6 +23,7 @@ RUN_STOPPING_ERRORS: tuple[type[BaseException], ...] = (
     JudgeServerError,
     JudgeGoldFloorError,
     StoppedWhileWaitingError,
+    MetricsWriteError,
 )
 
 
@@ -77,6 +79,7 @@ def end_run(line: str, status: int) -> NoReturn:
     """
     _ending.acquire()  # a second caller waits here until the first one's exit ends the process
     say(line, err=True)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError):  # fd 1 and 2 may still be a log on a full disk
+            stream.flush()
     os._exit(status)

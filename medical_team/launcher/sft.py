@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from medical_team.checkpoint_folder import last_checkpoint
 from medical_team.configs import PROFILE_GROUP
@@ -28,6 +28,7 @@ from medical_team.launcher.launch import (
     compose_config,
     prepare_model,
     runtime_env_vars,
+    save_config,
 )
 from medical_team.run_lock import hold_run_lock
 
@@ -137,7 +138,7 @@ def sft(overrides: Sequence[str]) -> SftPaths:
     prepare_model(config)
     check_model(config)
     paths.metrics_file.parent.mkdir(parents=True, exist_ok=True)
-    OmegaConf.save(config.sft, paths.metrics_file.parent / "config.yaml")
+    save_config(config.sft, paths.metrics_file.parent / "config.yaml")
     run_sft_trainer(config.sft)
     export_model(paths.checkpoint_dir, paths.model_dir)
     return paths

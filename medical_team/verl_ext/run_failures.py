@@ -30,3 +30,7 @@ def all_ties_message(step: int, games: int, parse_errors: int) -> str:
         "use a judge that answers in its format, more games per step (data.train_batch_size), or "
         "medplay.rewards.remove_ties=false"
     )
+
+
+class MetricsWriteError(RuntimeError):
+    """A step's metrics record could not be written whole to the metrics file: the step is not committed."""

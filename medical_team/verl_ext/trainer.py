@@ -8,7 +8,8 @@ backend through verl's Tracking.
 
 It also wires in the reliability hooks (`medical_team.verl_ext.reliability`): the metrics JSONL is
 appended to rather than truncated on restart, a checkpoint becomes the resume point only once its
-step's metrics are written (a crash in between replays the step), a stop request (SIGTERM to the launcher) saves a
+step's metrics are on disk (a crash in between replays the step; a metrics record that cannot be written whole
+ends the run with the step uncommitted), a stop request (SIGTERM to the launcher) saves a
 checkpoint and ends training after the current step, and `medplay.guards.max_non_finite_steps`
 consecutive steps with a non-finite loss or reward stop the run, naming the last good checkpoint.
 With a model judge, the gold probes the agent loops sent along are counted (`judge/gold_count`,
@@ -260,6 +261,8 @@ class SelfPlayTrainer(PPOTrainerSync):
         log_metrics = self.logger.log
 
         def log_then_commit(data: dict[str, Any], step: int, backend: Any = None) -> None:
+            # The file logger returns once the record is fsynced and raises MetricsWriteError when it could not
+            # write it whole: then nothing is committed and the tracker stays at the checkpoint before.
             log_metrics(data=data, step=step, backend=backend)
             self._commits.commit()
             if self._gold_floor is not None:  # after the step's metrics are written, so the cause is on record
@@ -270,10 +273,12 @@ class SelfPlayTrainer(PPOTrainerSync):
     def _save_checkpoint(self) -> None:
         """verl's save, the tracker held back (StepCommits), then a LoRA actor's export (adapter and merged model).
 
-        The tracker moves to this step once the step's metrics are written (StepCommits).
+        The marker an earlier save of this step left goes first (a resumed run saves that step again); the tracker
+        moves to this step once the step's metrics are on disk (StepCommits).
         """
         root = Path(self.config.trainer.default_local_dir)
         previous = read_tracker(root)
+        self._commits.saving(self.global_steps)
         super()._save_checkpoint()
         self._saved_step = self.global_steps
         self._commits.saved(self.global_steps, previous)  # first: a crash in the export resumes from `previous`

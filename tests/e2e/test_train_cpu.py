@@ -35,6 +35,9 @@ KILLED_RUN_STEPS = 2  # asked for, never finished: SIGKILL arrives once step KIL
 KILL_AFTER_SAVE_OF = 1
 FINAL_STEPS = 2
 CONSOLE_LINE_LIMIT = 60  # the console shows stages, progress and the summary; the rest goes to the run's log
+# An API key passed as an override, as a user would for a tracker: the run gets it, nothing it writes shows it.
+SECRET = "sk-test-4f1d9c2b7a"
+SECRET_OVERRIDE = f"+ray_kwargs.ray_init.runtime_env.env_vars.MEDPLAY_TEST_API_KEY={SECRET}"
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     root = tmp_path_factory.mktemp("cpu-smoke")
     convert(root / "data")
     killed = train_and_kill(root, KILLED_RUN_STEPS, after_save_of=KILL_AFTER_SAVE_OF)
-    resumed = train(root, FINAL_STEPS, "trainer.resume_mode=auto")
+    resumed = train(root, FINAL_STEPS, "trainer.resume_mode=auto", SECRET_OVERRIDE)
     return Runs(root, killed, resumed.stdout, resumed.stderr, full_log(resumed.stdout))
 
 
@@ -202,6 +205,14 @@ def test_console_is_short_and_ends_with_the_summary_and_paths(runs: Runs) -> Non
     assert "Traceback" not in console and "WARNING" not in console
     # stderr holds only what medplay says there (cpu-smoke's `rules` judge is warned about).
     assert all(line.startswith("medplay: ") for line in runs.resumed_stderr.splitlines()), runs.resumed_stderr
+
+
+def test_a_secret_override_shows_in_neither_the_console_the_log_nor_the_config(runs: Runs) -> None:
+    config = (runs.root / "config.yaml").read_text()
+    assert "MEDPLAY_TEST_API_KEY: <redacted>" in config
+    assert "MEDPLAY_TEST_API_KEY" in runs.resumed_log  # verl printed the config, redacted
+    for text in (runs.resumed_stdout, runs.resumed_stderr, runs.resumed_log, config):
+        assert SECRET not in text
 
 
 def test_metrics_file_keeps_the_steps_logged_before_the_kill(runs: Runs) -> None:

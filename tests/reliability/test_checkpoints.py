@@ -1,7 +1,16 @@
-"""Checkpoint integrity: torn checkpoints are skipped and the tracker always names a complete one."""
+"""Checkpoint integrity: torn and damaged checkpoints are skipped and the tracker always names a complete one.
+
+Run: PYTHONPATH=tests .venv/bin/python -m pytest -q tests/reliability/test_checkpoints.py
+"""
 
 from __future__ import annotations
 
+import json
+import logging
+import os
+import resource
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +23,7 @@ from medical_team.verl_ext.reliability.checkpoints import (
     repair_tracker,
     write_atomically,
 )
+from medical_team.verl_ext.reliability.manifest import SAMPLE_BYTES, WHOLE_FILE_LIMIT, digest
 
 
 def _verl_save(root: Path, step: int, *, finished: bool = True, marked: bool = True) -> Path:
@@ -87,9 +97,126 @@ def test_read_tracker_rejects_garbage(tmp_path: Path, content: str) -> None:
     assert read_tracker(tmp_path) is None
 
 
-def test_marker_is_json_with_the_step(tmp_path: Path) -> None:
-    mark_complete(tmp_path, 9)
-    assert (tmp_path / COMPLETE_MARKER).read_text() == '{"global_step": 9}'
+def test_the_marker_holds_the_step_and_a_manifest_of_every_file(tmp_path: Path) -> None:
+    step_dir = _verl_save(tmp_path, 9, marked=False)
+    (step_dir / "actor" / "huggingface").mkdir()
+    (step_dir / "actor" / "huggingface" / "config.json").write_text("{}")
+    mark_complete(step_dir, 9)
+    record = json.loads((step_dir / COMPLETE_MARKER).read_text())
+    assert record["global_step"] == 9
+    assert {name: entry["size"] for name, entry in record["files"].items()} == {
+        "actor/huggingface/config.json": 2,
+        "actor/model_world_size_1_rank_0.pt": 7,
+        "data.pt": 6,
+    }
+    assert record["files"]["data.pt"]["blake2b"] == digest(step_dir / "data.pt", 6)
+
+
+def test_a_damaged_checkpoint_is_skipped_with_what_is_wrong_for_the_one_before(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    _verl_save(tmp_path, 2)
+    step_dir = _verl_save(tmp_path, 4)
+    (step_dir / "actor" / "model_world_size_1_rank_0.pt").write_bytes(b"")  # emptied
+    (step_dir / "data.pt").unlink()
+    with caplog.at_level(logging.WARNING):
+        report = repair_tracker(tmp_path)
+    assert report.resume_step == 2 and read_tracker(tmp_path) == 2
+    warning = (
+        "checkpoint global_step_4 does not match its manifest (actor/model_world_size_1_rank_0.pt: expected 7 bytes, "
+        "found 0; data.pt: missing (expected 6 bytes)); skipping it"
+    )
+    assert report.messages() == [warning, f"tracker {TRACKER_NAME} said 4; now points to global_step_2"]
+    assert warning in caplog.messages
+
+
+def test_content_changed_within_the_same_size_is_found_by_the_sampled_digest(tmp_path: Path) -> None:
+    _verl_save(tmp_path, 2)
+    step_dir = _verl_save(tmp_path, 4, marked=False)
+    big = step_dir / "actor" / "optim_world_size_1_rank_0.pt"
+    big.write_bytes(os.urandom(WHOLE_FILE_LIMIT + 3 * SAMPLE_BYTES))  # digested from samples, not whole
+    mark_complete(step_dir, 4)
+    with big.open("r+b") as file:  # the last MiB zeroed, as a crash of the file system can leave it
+        file.seek(-SAMPLE_BYTES, os.SEEK_END)
+        file.write(bytes(SAMPLE_BYTES))
+    report = repair_tracker(tmp_path)
+    assert report.resume_step == 2
+    [problem] = report.damaged[4]
+    assert problem.startswith("actor/optim_world_size_1_rank_0.pt: content differs (blake2b expected ")
+
+
+def test_a_marker_without_a_manifest_is_trusted_as_before(tmp_path: Path) -> None:
+    _verl_save(tmp_path, 2)
+    step_dir = _verl_save(tmp_path, 4, marked=False)
+    (step_dir / COMPLETE_MARKER).write_text('{"global_step": 4}')  # written before medplay kept a manifest
+    assert repair_tracker(tmp_path).resume_step == 4
+
+
+def test_an_unreadable_marker_makes_the_checkpoint_damaged(tmp_path: Path) -> None:
+    _verl_save(tmp_path, 2)
+    step_dir = _verl_save(tmp_path, 4)
+    (step_dir / COMPLETE_MARKER).write_text('{"global_step": 4, "files": {"data.pt"')
+    report = repair_tracker(tmp_path)
+    assert report.resume_step == 2 and report.damaged[4][0].startswith(f"{COMPLETE_MARKER}: unreadable (")
+
+
+def test_damage_in_every_checkpoint_means_training_from_scratch(tmp_path: Path) -> None:
+    for step in (2, 4):
+        (_verl_save(tmp_path, step) / "data.pt").write_bytes(b"other!")  # same size, other content
+    report = repair_tracker(tmp_path)
+    assert report.resume_step is None and sorted(report.damaged) == [2, 4]
+    assert not (tmp_path / TRACKER_NAME).exists()
+
+
+def test_a_step_saved_again_loses_the_marker_its_earlier_save_left(tmp_path: Path) -> None:
+    _verl_save(tmp_path, 2)
+    _verl_save(tmp_path, 4)  # damaged, say: the run resumed from step 2 and now saves step 4 again
+    StepCommits(tmp_path).saving(4)
+    assert not (tmp_path / "global_step_4" / COMPLETE_MARKER).exists()
+    (tmp_path / TRACKER_NAME).write_text("2")  # killed during the new save of step 4: a torn folder, not a marked one
+    assert repair_tracker(tmp_path).resume_step == 2
+
+
+def test_a_failed_replacement_leaves_no_temporary_file(tmp_path: Path) -> None:
+    target = tmp_path / TRACKER_NAME
+    target.mkdir()
+    (target / "keep").write_text("x")  # a non-empty folder where the file should go: os.replace fails, even as root
+    with pytest.raises(IsADirectoryError):
+        write_atomically(target, "7")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [TRACKER_NAME]
+
+
+WRITE_UNDER_LIMIT = """
+import sys
+from pathlib import Path
+from medical_team.verl_ext.reliability.checkpoints import write_atomically
+try:
+    write_atomically(Path(sys.argv[1]), "8" * 100_000)
+except OSError as error:
+    print(type(error).__name__, error.errno)
+"""
+
+
+def test_a_failed_write_leaves_no_temporary_file_and_the_old_content(tmp_path: Path) -> None:
+    target = tmp_path / TRACKER_NAME
+    target.write_text("7")
+
+    def limit_file_size() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))  # Python ignores SIGXFSZ: writes fail with EFBIG
+
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    result = subprocess.run(
+        [sys.executable, "-c", WRITE_UNDER_LIMIT, str(target)],
+        env=env,
+        preexec_fn=limit_file_size,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (result.returncode, result.stdout.split()) == (0, ["OSError", "27"]), result.stderr[-2000:]
+    assert target.read_text() == "7"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [TRACKER_NAME]
 
 
 def test_step_commit_holds_the_tracker_until_the_metrics_are_logged(tmp_path: Path) -> None:
@@ -115,7 +242,13 @@ def test_step_commit_keeps_a_checkpoint_whose_predecessor_was_rotated_away(tmp_p
     commits = StepCommits(tmp_path)
     _verl_save(tmp_path, 3, marked=False)  # global_step_2 already deleted by max_actor_ckpt_to_keep=1
     commits.saved(3, previous=2)
-    assert read_tracker(tmp_path) == 3 and commits.pending is None
+    assert read_tracker(tmp_path) == 3 and repair_tracker(tmp_path).resume_step == 3
+    (tmp_path / "global_step_3" / "actor" / "lora_adapter").mkdir()  # the trainer's LoRA export, after the save
+    (tmp_path / "global_step_3" / "actor" / "lora_adapter" / "adapter_config.json").write_text("{}")
+    commits.commit()
+    marker = json.loads((tmp_path / "global_step_3" / COMPLETE_MARKER).read_text())
+    assert "actor/lora_adapter/adapter_config.json" in marker["files"]
+    assert repair_tracker(tmp_path).resume_step == 3
 
 
 def test_step_commit_ignores_an_asynchronous_save(tmp_path: Path) -> None:

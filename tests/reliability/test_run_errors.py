@@ -5,8 +5,9 @@ from __future__ import annotations
 from ray.exceptions import RayTaskError
 
 from medical_team.judge.outage import JudgeUnavailableError
-from medical_team.launcher.run_errors import one_line, run_stopping_cause
+from medical_team.launcher.run_errors import failure_report, one_line, run_stopping_cause
 from medical_team.verl_ext.reliability.guards import NonFiniteTrainingError
+from medical_team.verl_ext.run_failures import MetricsWriteError
 
 
 def _through_ray(error: BaseException, hops: int) -> BaseException:
@@ -36,3 +37,8 @@ def test_a_non_finite_stop_raised_from_another_error_is_found() -> None:
 
 def test_other_errors_are_not_run_stopping() -> None:
     assert run_stopping_cause(_through_ray(KeyError("x"), hops=2)) is None
+
+
+def test_a_metrics_record_the_trainer_could_not_write_ends_the_run_with_its_message() -> None:
+    failure = MetricsWriteError("step 2's metrics could not be written to /x/metrics.jsonl ([Errno 28] ...)")
+    assert failure_report(_through_ray(failure, hops=1)) == (f"medplay train: stopped: {failure}", 1)

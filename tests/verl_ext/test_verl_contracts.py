@@ -241,6 +241,9 @@ class _StepCommits:
     def commit(self) -> None:
         _StepCommits.count += 1
 
+    def saving(self, step: int) -> None:
+        pass
+
     def saved(self, step: int, previous: int | None) -> None:
         pass
 
@@ -498,6 +501,15 @@ def test_run_verl_calls_what_verls_main_calls() -> None:
     from medical_team.launcher.launch import run_verl
 
     assert _called_names(main_ppo.main) - {"warning"} <= _called_names(run_verl)
+
+
+def test_verls_task_runner_prints_the_config_through_its_pprint_global() -> None:
+    """The global `task_runner.py` swaps is the print `TaskRunnerV1.run` shows the config with."""
+    from verl.trainer import main_ppo
+
+    run = main_ppo.TaskRunnerV1.__ray_actor_class__.run
+    assert "pprint" in run.__code__.co_names
+    assert "pprint(OmegaConf.to_container(config, resolve=True))" in inspect.getsource(run)
 
 
 def test_the_cpu_patch_targets_exist_where_the_import_hook_waits(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,4 +1,4 @@
-"""Checkpoint integrity: verl's tracker file names only a complete checkpoint whose step's metrics are written.
+"""Checkpoint integrity: verl's tracker names only a complete, verified checkpoint whose step's metrics are on disk.
 
 verl writes `latest_checkpointed_iteration.txt` with a plain `open("w")` at the end of its save, so a
 kill at the wrong moment can leave it empty, and a kill during a save leaves a `global_step_N`
@@ -6,22 +6,24 @@ folder without the files a resume needs. Two users, each writing the tracker ato
 (`write_atomically`):
 
 - the launcher, before the trainer starts: `repair_tracker` points the tracker at the newest
-  complete checkpoint (`is_complete`), skipping torn ones;
-- the trainer, around each save: `StepCommits.saved` points the tracker back at the previous
-  checkpoint, and `StepCommits.commit`, once the step's metrics line is written, marks the new
-  folder complete (`medplay_complete.json`) and moves the tracker to it.
+  complete checkpoint (`is_complete`) that still matches its manifest (`manifest.py`), skipping torn
+  and damaged ones;
+- the trainer, around each save: `StepCommits.saving` removes the marker a checkpoint of the same step
+  left before (a resumed run saves that step again), `StepCommits.saved` points the tracker back at the
+  previous checkpoint, and `StepCommits.commit`, once the step's metrics line is on disk, fsyncs the new
+  folder, marks it complete with its manifest (`medplay_complete.json`) and moves the tracker to it.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from medical_team.checkpoint_folder import TRACKER_NAME, read_tracker, step_dirs
+from medical_team.verl_ext.reliability.durable import fsync_directory, fsync_tree, write_atomically
+from medical_team.verl_ext.reliability.manifest import manifest, mismatches
 
 COMPLETE_MARKER = "medplay_complete.json"  # written into global_step_N after verl's save returned
 DATALOADER_STATE = "data.pt"  # verl writes it last-but-one, after the actor shards
@@ -29,19 +31,15 @@ DATALOADER_STATE = "data.pt"  # verl writes it last-but-one, after the actor sha
 log = logging.getLogger(__name__)
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Replace `path` with `text` so readers see the old or the new content, never a partial file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
-        tmp.write(text)
-        tmp.flush()
-        os.fsync(tmp.fileno())
-    os.replace(tmp.name, path)
-
-
 def mark_complete(step_dir: Path, step: int) -> None:
-    """Record that the checkpoint in `step_dir` was fully written."""
-    write_atomically(step_dir / COMPLETE_MARKER, json.dumps({"global_step": step}))
+    """Record that the checkpoint in `step_dir` was fully written: fsync it, then write the marker with its manifest.
+
+    Files first, then folders, then the marker (itself fsynced with its folder): a marker on disk means every file
+    it lists is on disk too.
+    """
+    fsync_tree(step_dir)
+    files = manifest(step_dir, leave_out=COMPLETE_MARKER)
+    write_atomically(step_dir / COMPLETE_MARKER, json.dumps({"global_step": step, "files": files}, indent=1))
 
 
 def is_complete(step_dir: Path, *, named_by_tracker: bool) -> bool:
@@ -55,6 +53,22 @@ def is_complete(step_dir: Path, *, named_by_tracker: bool) -> bool:
     return named_by_tracker and (step_dir / DATALOADER_STATE).is_file() and (step_dir / "actor").is_dir()
 
 
+def damage(step_dir: Path) -> list[str]:
+    """What in a marked checkpoint no longer matches the manifest in its marker (nothing for an unmarked one).
+
+    A marker without a manifest (written before medplay kept one) is trusted as before.
+    """
+    marker = step_dir / COMPLETE_MARKER
+    if not marker.is_file():
+        return []
+    try:
+        record = json.loads(marker.read_text())
+        files = record["files"] if isinstance(record, dict) and "files" in record else {}
+        return mismatches(step_dir, files)
+    except (OSError, ValueError, TypeError, KeyError) as error:
+        return [f"{COMPLETE_MARKER}: unreadable ({error})"]
+
+
 @dataclass
 class TrackerRepair:
     """What `repair_tracker` found and did."""
@@ -62,11 +76,16 @@ class TrackerRepair:
     resume_step: int | None  # the step the trainer will resume from (None: from scratch)
     tracker_was: int | None
     torn_steps: list[int] = field(default_factory=list)  # incomplete checkpoints that were skipped
+    damaged: dict[int, list[str]] = field(default_factory=dict)  # marked checkpoints that no longer match, skipped
     rewritten: bool = False
 
     def messages(self) -> list[str]:
         """Human-readable warnings about what was skipped or changed."""
         lines = [f"checkpoint global_step_{s} is incomplete (torn by a crash?); skipping it" for s in self.torn_steps]
+        lines += [
+            f"checkpoint global_step_{s} does not match its manifest ({'; '.join(found)}); skipping it"
+            for s, found in sorted(self.damaged.items())
+        ]
         if self.rewritten:
             target = f"global_step_{self.resume_step}" if self.resume_step is not None else "nothing (from scratch)"
             lines.append(f"tracker {TRACKER_NAME} said {self.tracker_was}; now points to {target}")
@@ -74,16 +93,21 @@ class TrackerRepair:
 
 
 def repair_tracker(root: Path) -> TrackerRepair:
-    """Point verl's tracker at the newest complete checkpoint under `root`, skipping torn ones."""
+    """Point verl's tracker at the newest complete checkpoint under `root` that matches its manifest.
+
+    Checkpoints are checked newest first, up to the first good one: torn and damaged ones are skipped with a warning.
+    """
     tracked = read_tracker(root)
-    dirs = step_dirs(root)
-    complete = [s for s, d in dirs.items() if is_complete(d, named_by_tracker=(s == tracked))]
-    resume = max(complete, default=None)
-    report = TrackerRepair(
-        resume_step=resume,
-        tracker_was=tracked,
-        torn_steps=sorted(s for s in dirs if s not in complete and (resume is None or s > resume)),
-    )
+    report = TrackerRepair(resume_step=None, tracker_was=tracked)
+    for step, step_dir in sorted(step_dirs(root).items(), reverse=True):
+        if not is_complete(step_dir, named_by_tracker=(step == tracked)):
+            report.torn_steps.insert(0, step)
+        elif found := damage(step_dir):
+            report.damaged[step] = found
+        else:
+            report.resume_step = step
+            break
+    resume = report.resume_step
     if resume != tracked:
         tracker = root / TRACKER_NAME
         if resume is None:
@@ -109,23 +133,30 @@ class StepCommits:
         self.root = root
         self.pending: int | None = None
 
+    def saving(self, step: int) -> None:
+        """verl is about to save `step`: a marker left in its folder by an earlier save of that step no longer holds."""
+        step_dir = self.root / f"global_step_{step}"
+        if (step_dir / COMPLETE_MARKER).is_file():  # a resume from an earlier checkpoint replays this step
+            (step_dir / COMPLETE_MARKER).unlink()
+            fsync_directory(step_dir)
+
     def saved(self, step: int, previous: int | None) -> None:
         """verl just saved `step` and pointed the tracker at it; point it back until the step is committed."""
         if read_tracker(self.root) != step:  # asynchronous save: verl has not written the tracker yet
             return
-        if previous is not None and not (self.root / f"global_step_{previous}").is_dir():
-            # max_actor_ckpt_to_keep removed the previous checkpoint: the new one is the only one to resume from.
-            self.pending = step
-            self.commit()
-            return
         self.pending = step
+        if previous is not None and not (self.root / f"global_step_{previous}").is_dir():
+            # max_actor_ckpt_to_keep removed the previous checkpoint: the new one is the only one to resume from, so
+            # the tracker keeps naming it (complete by verl's rule); `commit` still marks it once the step is logged,
+            # after the trainer's LoRA export, so that the manifest lists the exported files.
+            return
         if previous is None:
             (self.root / TRACKER_NAME).unlink(missing_ok=True)
         else:
             write_atomically(self.root / TRACKER_NAME, str(previous))
 
     def commit(self) -> None:
-        """The pending step's metrics are written: mark its checkpoint complete and make it the resume point."""
+        """The pending step's metrics are on disk: mark its checkpoint complete, then make it the resume point."""
         if self.pending is None:
             return
         mark_complete(self.root / f"global_step_{self.pending}", self.pending)

@@ -7,6 +7,10 @@ the grace period, the launcher exits with status 143 (killed by SIGTERM) as the 
 A step whose games wait on the judge cannot end soon, and a trainer still starting has no step to save: then
 the launcher does not wait and stops at once (`StoppedWhileWaitingError`, also 143), leaving the checkpoints
 as they are.
+
+The handler starts the grace period's timer before anything that can fail: on a full disk or a read-only
+checkpoint folder the stop request cannot be written, the trainer can never see it, so the launcher says which
+file and why on stderr and stops at once the same way, and the timer still ends the process if nothing else does.
 """
 
 from __future__ import annotations
@@ -63,22 +67,34 @@ def install_sigterm_handler(
     """On SIGTERM or SIGINT: request a stop, and exit 143 if training has not ended after the grace period.
 
     When `stuck()` names a reason not to wait for a step to end (games waiting on the judge, the trainer still
-    starting), the main thread is interrupted at once instead (`stopped_while` holds the reason).
+    starting), or the stop request cannot be written (a full disk, a read-only folder), the main thread is
+    interrupted at once instead (`stopped_while` holds the reason).
     """
 
     def handle(signum: int, _frame: Any) -> None:
+        # The timer first: whatever fails below (and `ray.get` lets only a KeyboardInterrupt out), the process ends.
+        timer = threading.Timer(grace_period_s, _exit_after_grace, args=(grace_period_s,))
+        timer.daemon = True
+        timer.start()
         name = signal.Signals(signum).name
         reason = stuck()
+        stop_now = reason is not None
         if reason is not None and not stopped_while:
             say(f"medplay: {name} received while {reason}: stopping now, without waiting for a step to end")
             stopped_while.append(f"{name} received while {reason}")
         else:
             say(f"medplay: {name} received: saving a checkpoint and stopping (grace period {grace_period_s:.0f} s)")
-        request_stop(checkpoint_root, name)
-        timer = threading.Timer(grace_period_s, _exit_after_grace, args=(grace_period_s,))
-        timer.daemon = True
-        timer.start()
-        if reason is not None:
+        try:
+            request_stop(checkpoint_root, name)
+        except OSError as error:
+            why = error.strerror or str(error)
+            # The trainer can never see this request, so waiting for its step to end would only wait out the grace.
+            then = "" if stopped_while else ": the trainer cannot be told to save; stopping now"
+            say(f"medplay: cannot write the stop request {checkpoint_root / STOP_FILE} ({why}){then}", err=True)
+            if not stopped_while:
+                stopped_while.append(f"{name} received but the stop request could not be written ({why})")
+            stop_now = True
+        if stop_now:
             raise _StopNow
 
     signal.signal(signal.SIGTERM, handle)
@@ -86,8 +102,10 @@ def install_sigterm_handler(
 
 
 def _exit_after_grace(grace_period_s: float) -> None:
-    say(f"medplay: training did not stop within {grace_period_s:.0f} s of the stop request; exiting", err=True)
-    os._exit(EXIT_AFTER_GRACE)
+    try:
+        say(f"medplay: training did not stop within {grace_period_s:.0f} s of the stop request; exiting", err=True)
+    finally:
+        os._exit(EXIT_AFTER_GRACE)
 
 
 def honour_stop_request(trainer: Any, checkpoint_root: Path, saved_this_step: bool) -> bool:
