@@ -210,9 +210,16 @@ def prepare_checkpoints(config: DictConfig) -> None:
 
     checkpoint_dir = Path(config.trainer.default_local_dir)
     if config.trainer.resume_mode == "auto":
-        repair = repair_tracker(checkpoint_dir)
+        repair = repair_tracker(checkpoint_dir, trust_unverified=config.medplay.trust_unverified_checkpoints)
         for line in repair.messages():
             say(f"medplay: {line}")
+        if repair.resume_step is None and repair.unverified:
+            raise UserInputError(
+                f"global_step_{repair.unverified[-1]} has no manifest of its files (written by plain verl, an older "
+                "medplay or elsewhere): resuming would unpickle its files, which can run code. If you trust it, "
+                "rerun with medplay.trust_unverified_checkpoints=true; else move it away or use another output folder",
+                file=str(checkpoint_dir),
+            )
         if repair.resume_step is not None:
             say(f"medplay: resuming from {checkpoint_dir / f'global_step_{repair.resume_step}'}")
     clear_stop_request(checkpoint_dir)

@@ -94,6 +94,7 @@ class SelfPlaySettings(Rules):
     adversarial_games: bool  # False plays every row as a vanilla game (assessor only)
     seeded_sampling: bool  # a seed per generation request and rows in data-row order: runs that repeat themselves
     stop_grace_s: float = above(0, "a number of seconds")
+    trust_unverified_checkpoints: bool  # resume from a checkpoint without a manifest (its pickles run as code)
     cache_dir: str | None = _path("a folder")
     emulate_gpu_gib: float | None = above(0, "a number of GiB")
     guards: GuardSettings

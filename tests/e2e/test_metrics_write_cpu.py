@@ -80,5 +80,5 @@ def test_the_tracker_stays_at_the_step_before_and_a_resume_replays_the_failed_st
     assert (checkpoints / f"global_step_{FAILED_STEP - 1}" / COMPLETE_MARKER).is_file()
     assert (checkpoints / f"global_step_{FAILED_STEP}").is_dir()  # saved before its metrics were logged
     assert not (checkpoints / f"global_step_{FAILED_STEP}" / COMPLETE_MARKER).exists()
-    report = repair_tracker(checkpoints)
+    report = repair_tracker(checkpoints, trust_unverified=False)
     assert (report.resume_step, report.torn_steps, report.damaged) == (FAILED_STEP - 1, [FAILED_STEP], {})

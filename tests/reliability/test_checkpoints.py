@@ -42,7 +42,7 @@ def _verl_save(root: Path, step: int, *, finished: bool = True, marked: bool = T
 def test_complete_checkpoints_leave_the_tracker_alone(tmp_path: Path) -> None:
     _verl_save(tmp_path, 2)
     _verl_save(tmp_path, 4)
-    report = repair_tracker(tmp_path)
+    report = repair_tracker(tmp_path, trust_unverified=False)
     assert (report.resume_step, report.rewritten, report.torn_steps) == (4, False, [])
     assert read_tracker(tmp_path) == 4
 
@@ -50,7 +50,7 @@ def test_complete_checkpoints_leave_the_tracker_alone(tmp_path: Path) -> None:
 def test_a_save_killed_midway_is_skipped_for_the_previous_checkpoint(tmp_path: Path) -> None:
     _verl_save(tmp_path, 2)
     _verl_save(tmp_path, 4, finished=False)  # killed while writing shards: tracker still says 2
-    report = repair_tracker(tmp_path)
+    report = repair_tracker(tmp_path, trust_unverified=False)
     assert report.resume_step == 2 and report.torn_steps == [4]
     assert read_tracker(tmp_path) == 2
     assert any("global_step_4 is incomplete" in line for line in report.messages())
@@ -60,26 +60,39 @@ def test_an_empty_tracker_from_a_kill_during_its_write_is_rebuilt(tmp_path: Path
     _verl_save(tmp_path, 2)
     _verl_save(tmp_path, 4)
     (tmp_path / TRACKER_NAME).write_text("")  # open("w") truncated it, then SIGKILL
-    report = repair_tracker(tmp_path)
+    report = repair_tracker(tmp_path, trust_unverified=False)
     assert report.resume_step == 4 and report.rewritten
     assert read_tracker(tmp_path) == 4
 
 
-def test_a_tracked_checkpoint_killed_before_its_marker_is_still_complete(tmp_path: Path) -> None:
+@pytest.mark.parametrize("trusted", [False, True])
+def test_a_tracked_checkpoint_killed_before_its_marker_is_resumed_only_when_trusted(
+    tmp_path: Path, trusted: bool
+) -> None:
     _verl_save(tmp_path, 2)
     _verl_save(tmp_path, 4, marked=False)  # verl finished and wrote the tracker; marker never written
-    assert repair_tracker(tmp_path).resume_step == 4
+    report = repair_tracker(tmp_path, trust_unverified=trusted)
+    assert (report.resume_step, report.unverified, read_tracker(tmp_path)) == ((4, [], 4) if trusted else (2, [4], 2))
+    assert trusted or any("global_step_4 has no manifest" in line for line in report.messages())
+
+
+def test_only_plain_verl_checkpoints_leave_everything_for_a_trusting_rerun(tmp_path: Path) -> None:
+    _verl_save(tmp_path, 2, marked=False)
+    report = repair_tracker(tmp_path, trust_unverified=False)
+    assert report.resume_step is None and report.unverified == [2]
+    assert read_tracker(tmp_path) == 2  # untouched: `medplay train` refuses the run
+    assert repair_tracker(tmp_path, trust_unverified=True).resume_step == 2
 
 
 def test_only_torn_checkpoints_means_training_from_scratch(tmp_path: Path) -> None:
     _verl_save(tmp_path, 2, finished=False)
-    report = repair_tracker(tmp_path)
+    report = repair_tracker(tmp_path, trust_unverified=False)
     assert report.resume_step is None and report.torn_steps == [2]
     assert not (tmp_path / TRACKER_NAME).exists()
 
 
 def test_missing_root_is_a_fresh_start(tmp_path: Path) -> None:
-    report = repair_tracker(tmp_path / "none")
+    report = repair_tracker(tmp_path / "none", trust_unverified=False)
     assert report.resume_step is None and not report.rewritten
 
 
@@ -120,7 +133,7 @@ def test_a_damaged_checkpoint_is_skipped_with_what_is_wrong_for_the_one_before(
     (step_dir / "actor" / "model_world_size_1_rank_0.pt").write_bytes(b"")  # emptied
     (step_dir / "data.pt").unlink()
     with caplog.at_level(logging.WARNING):
-        report = repair_tracker(tmp_path)
+        report = repair_tracker(tmp_path, trust_unverified=False)
     assert report.resume_step == 2 and read_tracker(tmp_path) == 2
     warning = (
         "checkpoint global_step_4 does not match its manifest (actor/model_world_size_1_rank_0.pt: expected 7 bytes, "
@@ -139,31 +152,32 @@ def test_content_changed_within_the_same_size_is_found_by_the_sampled_digest(tmp
     with big.open("r+b") as file:  # the last MiB zeroed, as a crash of the file system can leave it
         file.seek(-SAMPLE_BYTES, os.SEEK_END)
         file.write(bytes(SAMPLE_BYTES))
-    report = repair_tracker(tmp_path)
+    report = repair_tracker(tmp_path, trust_unverified=False)
     assert report.resume_step == 2
     [problem] = report.damaged[4]
     assert problem.startswith("actor/optim_world_size_1_rank_0.pt: content differs (blake2b expected ")
 
 
-def test_a_marker_without_a_manifest_is_trusted_as_before(tmp_path: Path) -> None:
+@pytest.mark.parametrize("trusted", [False, True])
+def test_a_marker_without_a_manifest_is_resumed_only_when_trusted(tmp_path: Path, trusted: bool) -> None:
     _verl_save(tmp_path, 2)
     step_dir = _verl_save(tmp_path, 4, marked=False)
     (step_dir / COMPLETE_MARKER).write_text('{"global_step": 4}')  # written before medplay kept a manifest
-    assert repair_tracker(tmp_path).resume_step == 4
+    assert repair_tracker(tmp_path, trust_unverified=trusted).resume_step == (4 if trusted else 2)
 
 
 def test_an_unreadable_marker_makes_the_checkpoint_damaged(tmp_path: Path) -> None:
     _verl_save(tmp_path, 2)
     step_dir = _verl_save(tmp_path, 4)
     (step_dir / COMPLETE_MARKER).write_text('{"global_step": 4, "files": {"data.pt"')
-    report = repair_tracker(tmp_path)
+    report = repair_tracker(tmp_path, trust_unverified=False)
     assert report.resume_step == 2 and report.damaged[4][0].startswith(f"{COMPLETE_MARKER}: unreadable (")
 
 
 def test_damage_in_every_checkpoint_means_training_from_scratch(tmp_path: Path) -> None:
     for step in (2, 4):
         (_verl_save(tmp_path, step) / "data.pt").write_bytes(b"other!")  # same size, other content
-    report = repair_tracker(tmp_path)
+    report = repair_tracker(tmp_path, trust_unverified=False)
     assert report.resume_step is None and sorted(report.damaged) == [2, 4]
     assert not (tmp_path / TRACKER_NAME).exists()
 
@@ -174,7 +188,7 @@ def test_a_step_saved_again_loses_the_marker_its_earlier_save_left(tmp_path: Pat
     StepCommits(tmp_path).saving(4)
     assert not (tmp_path / "global_step_4" / COMPLETE_MARKER).exists()
     (tmp_path / TRACKER_NAME).write_text("2")  # killed during the new save of step 4: a torn folder, not a marked one
-    assert repair_tracker(tmp_path).resume_step == 2
+    assert repair_tracker(tmp_path, trust_unverified=False).resume_step == 2
 
 
 def test_a_failed_replacement_leaves_no_temporary_file(tmp_path: Path) -> None:
@@ -224,14 +238,14 @@ def test_step_commit_holds_the_tracker_until_the_metrics_are_logged(tmp_path: Pa
     _verl_save(tmp_path, 1, marked=False)
     commits.saved(1, previous=None)
     assert read_tracker(tmp_path) is None  # a crash now starts from scratch and replays step 1
-    assert repair_tracker(tmp_path).resume_step is None
+    assert repair_tracker(tmp_path, trust_unverified=False).resume_step is None
     commits.commit()
     assert read_tracker(tmp_path) == 1 and (tmp_path / "global_step_1" / COMPLETE_MARKER).is_file()
 
     _verl_save(tmp_path, 2, marked=False)
     commits.saved(2, previous=1)
     assert read_tracker(tmp_path) == 1  # a crash now resumes from step 1 and replays step 2
-    assert repair_tracker(tmp_path).resume_step == 1
+    assert repair_tracker(tmp_path, trust_unverified=False).resume_step == 1
     commits.commit()
     assert read_tracker(tmp_path) == 2
     commits.commit()  # nothing pending: no change
@@ -242,13 +256,15 @@ def test_step_commit_keeps_a_checkpoint_whose_predecessor_was_rotated_away(tmp_p
     commits = StepCommits(tmp_path)
     _verl_save(tmp_path, 3, marked=False)  # global_step_2 already deleted by max_actor_ckpt_to_keep=1
     commits.saved(3, previous=2)
-    assert read_tracker(tmp_path) == 3 and repair_tracker(tmp_path).resume_step == 3
+    # killed here, the only checkpoint has no manifest yet: a rerun is refused unless it trusts it
+    assert read_tracker(tmp_path) == 3 and repair_tracker(tmp_path, trust_unverified=False).unverified == [3]
+    assert repair_tracker(tmp_path, trust_unverified=True).resume_step == 3
     (tmp_path / "global_step_3" / "actor" / "lora_adapter").mkdir()  # the trainer's LoRA export, after the save
     (tmp_path / "global_step_3" / "actor" / "lora_adapter" / "adapter_config.json").write_text("{}")
     commits.commit()
     marker = json.loads((tmp_path / "global_step_3" / COMPLETE_MARKER).read_text())
     assert "actor/lora_adapter/adapter_config.json" in marker["files"]
-    assert repair_tracker(tmp_path).resume_step == 3
+    assert repair_tracker(tmp_path, trust_unverified=False).resume_step == 3
 
 
 def test_step_commit_ignores_an_asynchronous_save(tmp_path: Path) -> None:

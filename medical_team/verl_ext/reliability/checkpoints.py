@@ -77,6 +77,7 @@ class TrackerRepair:
     tracker_was: int | None
     torn_steps: list[int] = field(default_factory=list)  # incomplete checkpoints that were skipped
     damaged: dict[int, list[str]] = field(default_factory=dict)  # marked checkpoints that no longer match, skipped
+    unverified: list[int] = field(default_factory=list)  # complete ones without a manifest, not trusted: skipped
     rewritten: bool = False
 
     def messages(self) -> list[str]:
@@ -86,16 +87,33 @@ class TrackerRepair:
             f"checkpoint global_step_{s} does not match its manifest ({'; '.join(found)}); skipping it"
             for s, found in sorted(self.damaged.items())
         ]
+        lines += [
+            f"checkpoint global_step_{s} has no manifest of its files; skipping it "
+            "(medplay.trust_unverified_checkpoints=true resumes from such a checkpoint)"
+            for s in self.unverified
+        ]
         if self.rewritten:
             target = f"global_step_{self.resume_step}" if self.resume_step is not None else "nothing (from scratch)"
             lines.append(f"tracker {TRACKER_NAME} said {self.tracker_was}; now points to {target}")
         return lines
 
 
-def repair_tracker(root: Path) -> TrackerRepair:
+def has_manifest(step_dir: Path) -> bool:
+    """Whether the checkpoint's marker lists its files (medplay wrote and checked it)."""
+    try:
+        record = json.loads((step_dir / COMPLETE_MARKER).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(record, dict) and isinstance(record.get("files"), dict)
+
+
+def repair_tracker(root: Path, *, trust_unverified: bool) -> TrackerRepair:
     """Point verl's tracker at the newest complete checkpoint under `root` that matches its manifest.
 
     Checkpoints are checked newest first, up to the first good one: torn and damaged ones are skipped with a warning.
+    A good one without a manifest (plain verl's, an older medplay's, or one killed between verl's save and its
+    commit) is the resume point only when `trust_unverified`; otherwise it is skipped too, and listed in `unverified`
+    (when nothing else is left, the tracker is not touched: the caller refuses the run).
     """
     tracked = read_tracker(root)
     report = TrackerRepair(resume_step=None, tracker_was=tracked)
@@ -104,10 +122,14 @@ def repair_tracker(root: Path) -> TrackerRepair:
             report.torn_steps.insert(0, step)
         elif found := damage(step_dir):
             report.damaged[step] = found
+        elif not trust_unverified and not has_manifest(step_dir):
+            report.unverified.insert(0, step)
         else:
             report.resume_step = step
             break
     resume = report.resume_step
+    if resume is None and report.unverified:  # the caller refuses the run; a rerun that trusts them finds all as it was
+        return report
     if resume != tracked:
         tracker = root / TRACKER_NAME
         if resume is None:
