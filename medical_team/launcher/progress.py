@@ -1,7 +1,9 @@
 """One console line per training step with its key numbers, read from the metrics JSONL as verl's file logger writes it.
 
 Only records appended after the watcher started are shown, so a resumed run does not repeat the
-steps an earlier run logged. Each whole line is parsed by `medical_team.metrics_records.parse_record`,
+steps an earlier run logged. Each step's line also says the time since the watcher started (the trainer's start)
+and, while steps remain, an estimate of the time left: the mean `timing_s/step` of this run's steps times the
+steps left. Each whole line is parsed by `medical_team.metrics_records.parse_record`,
 as every reader of the file parses it; a line that is not a record is named (file and line) on
 stderr. A step whose record shows a collapse alarm firing (`alarm/<name>` at least
 `medplay.monitors.patience`) gets a warning line on stderr as well.
@@ -9,6 +11,8 @@ stderr. A step whose record shows a collapse alarm firing (`alarm/<name>` at lea
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -41,8 +45,23 @@ def unmeasured(name: str, data: dict[str, float]) -> bool:
     return name in UNMEASURED and data.get("assessor/majority_verdict_share") == 0.0
 
 
-def progress_line(step: int, total: int | None, data: dict[str, float]) -> str:
-    """`step 2/3 [#############-------]  4.3 s  assessor acc 0.50 ...` for one logged step.
+def duration(seconds: float) -> str:
+    """`m:ss`, or `h:mm:ss` from an hour on."""
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def clock_text(elapsed_s: float, step_seconds: list[float], step: int, total: int | None) -> str:
+    """`elapsed 1:05  ETA 3:20` (no ETA when the total is unknown, reached, or no step was timed yet)."""
+    text = f"elapsed {duration(elapsed_s)}"
+    if total and step < total and step_seconds:
+        text += f"  ETA {duration((total - step) * sum(step_seconds) / len(step_seconds))}"
+    return text
+
+
+def progress_line(step: int, total: int | None, data: dict[str, float], clock: str = "") -> str:
+    """`step 2/3 [#############-------]  4.3 s  elapsed 0:09  ETA 0:04  assessor acc 0.50 ...` for one logged step.
 
     A record of a validation alone (before the first step, or after the last one of a run that stopped early)
     reads `validation at step N  benchmark acc 0.50`.
@@ -59,7 +78,8 @@ def progress_line(step: int, total: int | None, data: dict[str, float]) -> str:
         for name, fmt in KEY_METRICS
         if isinstance(data.get(name), int | float)
     ]
-    return "  ".join([head, *numbers])
+    timed = int("timing_s/step" in data and bool(numbers))  # the step's own seconds come before the clock
+    return "  ".join([head, *numbers[:timed], *([clock] if clock else []), *numbers[timed:]])
 
 
 def alarm_lines(step: int, data: dict[str, float], monitors: MonitorSettings) -> list[str]:
@@ -81,11 +101,15 @@ class StepProgress(FileFollower):
         total_steps: int | None,
         poll_s: float = 1.0,
         monitors: MonitorSettings | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.metrics_file = metrics_file
         self.total_steps = total_steps
         self.monitors = monitors  # None: no alarm lines
         self.poll_s = poll_s
+        self.clock = clock
+        self.started = clock()
+        self.step_seconds: list[float] = []  # this run's steps, for the estimate of the time left
         super().__init__(metrics_file, poll_s, "medplay-progress")  # a resumed run's earlier steps are not new
 
     def __exit__(
@@ -104,6 +128,14 @@ class StepProgress(FileFollower):
             except UserInputError as error:
                 say(f"medplay: metrics file: {error}", err=True)  # `medplay train` names it again after the run
                 continue
-            say(progress_line(step, self.total_steps, data))
+            seconds = data.get("timing_s/step")
+            if isinstance(seconds, int | float):
+                self.step_seconds.append(float(seconds))
+            elapsed = self.clock() - self.started
+            say(
+                progress_line(
+                    step, self.total_steps, data, clock_text(elapsed, self.step_seconds, step, self.total_steps)
+                )
+            )
             for line in alarm_lines(step, data, self.monitors) if self.monitors else ():
                 say(line, err=True)

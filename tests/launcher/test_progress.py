@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from medical_team.launcher.progress import StepProgress, progress_line
+from medical_team.launcher.progress import StepProgress, clock_text, duration, progress_line
 
 
 def record(step: int, **data: float) -> str:
@@ -32,19 +32,37 @@ def test_progress_line_has_bar_and_key_numbers() -> None:
     assert progress_line(2, 4, {"timing_s/step": 4.26, **validated}).endswith("4.3 s  benchmark acc 0.25")
 
 
+def test_the_clock_shows_the_time_so_far_and_an_estimate_of_the_rest() -> None:
+    assert [duration(s) for s in (0, 59.6, 61, 3599, 3600, 36000 + 62)] == [
+        "0:00",
+        "1:00",
+        "1:01",
+        "59:59",
+        "1:00:00",
+        "10:01:02",
+    ]
+    assert clock_text(65.0, [4.0, 6.0], 2, 10) == "elapsed 1:05  ETA 0:40"  # 8 steps left at 5 s
+    assert clock_text(65.0, [4.0], 10, 10) == clock_text(65.0, [4.0], 3, None) == "elapsed 1:05"
+    assert clock_text(65.0, [], 0, 10) == "elapsed 1:05"  # a validation before the first step
+    line = progress_line(2, 4, {"timing_s/step": 4.26, "assessor/accuracy": 0.5}, "elapsed 1:05  ETA 0:09")
+    assert line == "step 2/4 [##########----------]  4.3 s  elapsed 1:05  ETA 0:09  assessor acc 0.50"
+
+
 def test_only_steps_appended_after_the_start_are_shown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     metrics = tmp_path / "metrics.jsonl"
     metrics.write_text(record(1, **{"timing_s/step": 9.0}))  # an earlier run's step (resume)
-    with StepProgress(metrics, total_steps=3, poll_s=0.05), metrics.open("a") as handle:
+    with StepProgress(metrics, total_steps=3, poll_s=0.05, clock=lambda: 100.0), metrics.open("a") as handle:
         handle.write(record(2, **{"timing_s/step": 2.0}))
         handle.flush()
         time.sleep(0.3)
         handle.write(record(3, **{"timing_s/step": 3.0})[:10])  # a line still being written
         handle.flush()
         time.sleep(0.3)
-        assert capsys.readouterr().out.splitlines() == ["step 2/3 [#############-------]  2.0 s"]
+        assert capsys.readouterr().out.splitlines() == [
+            "step 2/3 [#############-------]  2.0 s  elapsed 0:00  ETA 0:02"  # the earlier run's 9 s not counted
+        ]
         handle.write(record(3, **{"timing_s/step": 3.0})[10:])
-    assert capsys.readouterr().out.splitlines() == ["step 3/3 [####################]  3.0 s"]
+    assert capsys.readouterr().out.splitlines() == ["step 3/3 [####################]  3.0 s  elapsed 0:00"]
 
 
 def test_a_line_that_is_no_record_is_named_by_its_line_in_the_file(
@@ -52,10 +70,10 @@ def test_a_line_that_is_no_record_is_named_by_its_line_in_the_file(
 ) -> None:
     metrics = tmp_path / "metrics.jsonl"
     metrics.write_text(record(1, **{"timing_s/step": 9.0}) + record(2, **{"timing_s/step": 8.0}))  # a resumed run's
-    with StepProgress(metrics, total_steps=4, poll_s=0.05), metrics.open("a") as handle:
+    with StepProgress(metrics, total_steps=4, poll_s=0.05, clock=lambda: 0.0), metrics.open("a") as handle:
         handle.write("garbage\n" + record(4, **{"timing_s/step": 2.0}))
     captured = capsys.readouterr()
-    assert captured.out.splitlines() == ["step 4/4 [####################]  2.0 s"]
+    assert captured.out.splitlines() == ["step 4/4 [####################]  2.0 s  elapsed 0:00"]
     assert captured.err.splitlines() == [
         "medplay: metrics file: metrics.jsonl:row 3: field 'line': not valid JSON (Expecting value)"
     ]
@@ -84,8 +102,11 @@ def test_a_firing_collapse_alarm_is_a_warning_on_stderr(tmp_path: Path, capsys: 
     assert alarm_lines(5, firing, monitors) == [expected]
     metrics = tmp_path / "metrics.jsonl"
     metrics.touch()
-    with StepProgress(metrics, total_steps=5, poll_s=0.05, monitors=monitors), metrics.open("a") as handle:
+    with (
+        StepProgress(metrics, total_steps=5, poll_s=0.05, monitors=monitors, clock=lambda: 0.0),
+        metrics.open("a") as handle,
+    ):
         handle.write(record(5, **firing))
     captured = capsys.readouterr()
-    assert captured.out.splitlines() == ["step 5/5 [####################]"]
+    assert captured.out.splitlines() == ["step 5/5 [####################]  elapsed 0:00"]
     assert captured.err.splitlines() == alarm_lines(5, firing, monitors)
