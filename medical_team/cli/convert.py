@@ -6,6 +6,7 @@ Example: `medplay convert --output build/data --seed 0 --val-ratio 0.1`
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--benchmark", metavar="CSV", help="held-out MEDEC CSV for evaluation (default: the bundled MEDEC-MS test file)"
     )
     parser.add_argument("--output", required=True, metavar="DIR", help="directory for the output files")
-    parser.add_argument("--seed", type=int_at_least(0), default=0, help="seed of the category draw and the split (default 0)")
+    parser.add_argument(
+        "--seed", type=int_at_least(0), default=0, help="seed of the category draw and the split (default 0)"
+    )
     parser.add_argument(
         "--val-ratio", type=_ratio, default=0.1, metavar="F", help="share of case groups for validation (default 0.1)"
     )
@@ -83,7 +86,16 @@ def run(args: argparse.Namespace) -> int:
     benchmark = args.benchmark or bundled_csv(TEST_CSV)
     report = convert_medec(inputs, benchmark, args.output, options)
     print_report(report, Path(args.output))
+    warn_long_notes(report)
     return 0
+
+
+def warn_long_notes(report: dict[str, Any]) -> None:
+    """On stderr: the notes no profile's prompt can hold (one summary line, then the first few)."""
+    from medical_team.game.note_lengths import warning_lines
+
+    for number, line in enumerate(warning_lines(report["long_notes"])):
+        print(f"medplay convert: warning: {line}" if number == 0 else line, file=sys.stderr)
 
 
 def print_report(report: dict[str, Any], output_dir: Path) -> None:

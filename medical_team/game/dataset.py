@@ -20,6 +20,7 @@ from medical_team.data.sft_parquet import SFT_TRAIN_PARQUET, SFT_VAL_PARQUET, wr
 from medical_team.data.splits import TRAIN, VAL, case_groups, split_seeds
 from medical_team.data.verl_parquet import Row, write_verl_parquet
 from medical_team.errors import UserInputError
+from medical_team.game.note_lengths import long_notes_report
 from medical_team.game.prompts import assessor_messages, first_turn_messages
 from medical_team.game.sft import sft_rows
 from medical_team.vocab import ABILITY, BENCHMARK_DATA_SOURCE, DATA_SOURCE, BenignAttackMode, Label
@@ -190,6 +191,7 @@ def convert_medec(
     report = _report(options, loaded, bench, dataset)
     report["files"].update({name: len(rows) for name, rows in sft.items()})
     report["files"][BENCHMARK_PARQUET] = len(benchmark_rows)  # --benchmark-notes may keep fewer than the file has
+    report["long_notes"] = long_notes_report([*notes, *bench.notes[: options.benchmark_notes]])
     (output_dir / REPORT_JSON).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     return report
 

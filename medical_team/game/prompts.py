@@ -18,6 +18,9 @@ NATIVE_THINK_OPEN = "<think>\n"
 
 Message = dict[str, str]
 
+# Between a user message's task and its clinical note: everything after it is the note (`note_of`, `with_note`).
+NOTE_HEADING = "\n\nClinical note:\n"
+
 _FORMAT_RULES = (
     "Think first, then answer. Your reply must have exactly this shape:\n"
     "<your reasoning> </think> <answer> <your final answer> </answer>\n"
@@ -86,7 +89,7 @@ def attacker_messages(seed: GameSeed, benign_mode: BenignAttackMode = BenignAtta
         raise ValueError(f"seed {seed.note_id} is {seed.category.value}: vanilla games have no attacker turn")
     return [
         {"role": "system", "content": _ATTACKER_SYSTEM},
-        {"role": "user", "content": f"{task}\n\nClinical note:\n{seed.text}"},
+        {"role": "user", "content": f"{task}{NOTE_HEADING}{seed.text}"},
     ]
 
 
@@ -94,8 +97,27 @@ def assessor_messages(note: str) -> list[Message]:
     """The assessor's chat messages for the note it must judge."""
     return [
         {"role": "system", "content": _ASSESSOR_SYSTEM},
-        {"role": "user", "content": f"Does this clinical note contain a medical error?\n\nClinical note:\n{note}"},
+        {"role": "user", "content": f"Does this clinical note contain a medical error?{NOTE_HEADING}{note}"},
     ]
+
+
+def _task_and_note(messages: list[Message]) -> tuple[str, str]:
+    """The user message of a game prompt built by this module, split at NOTE_HEADING."""
+    task, heading, note = messages[-1]["content"].partition(NOTE_HEADING)
+    if not heading:
+        raise ValueError("not a game prompt: its last message holds no clinical note")
+    return task, note
+
+
+def note_of(messages: list[Message]) -> str:
+    """The clinical note of a game prompt built by this module: the end of its user message."""
+    return _task_and_note(messages)[1]
+
+
+def with_note(messages: list[Message], note: str) -> list[Message]:
+    """The same game prompt with `note` in place of its clinical note; the instructions unchanged."""
+    task, _ = _task_and_note(messages)
+    return [*messages[:-1], {**messages[-1], "content": f"{task}{NOTE_HEADING}{note}"}]
 
 
 def prompt_role(messages: list[Message]) -> Role:

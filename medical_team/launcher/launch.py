@@ -331,11 +331,13 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     The run's full output goes to a log file in the run folder (also to the terminal with `verbose`);
     the terminal gets the stages and one line per step.
     """
+    from medical_team.launcher.judge_context import check_judge_context
     from medical_team.launcher.judge_run import record_judge
     from medical_team.launcher.judge_wait_relay import JudgeWaitRelay
     from medical_team.launcher.model_info_warmup import model_info_warmed
     from medical_team.launcher.out_of_memory import out_of_memory
     from medical_team.launcher.progress import StepProgress
+    from medical_team.launcher.prompt_lengths import check_prompt_lengths
     from medical_team.launcher.run_errors import end_run, failure_report
     from medical_team.launcher.served_judge import serve_judge
     from medical_team.launcher.shm_cleanup import remove_orphaned_segments, shm_segments
@@ -368,6 +370,9 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
             apply_environment(runtime_env_vars(config))
             prepare_model(config)
             check_model(config)
+            # In the policy's and the judge's own tokens: before the judge's server and Ray start.
+            check_prompt_lengths(config, settings)
+            check_judge_context(config, settings)
             segments_before = shm_segments()
             try:
                 # The rollout's model-class inspection beside the trainer's start (model_info_warmup.py); the

@@ -2,8 +2,9 @@
 
 Both are thin adapters around the game driver (`medical_team.game.driver.play_game`), which plays
 and settles the game. What is verl's stays here: the generate function on verl's rollout server
-(the prompt rendered, tokenized and cut from the left to `rollout.prompt_length`, which is
-`data.max_prompt_length`; token ids and log-probs kept), the judge called off the event loop with
+(the prompt rendered and tokenized; one longer than `rollout.prompt_length`, which is
+`data.max_prompt_length`, has its note's end cut, never its instructions: `game.prompt_fit`, a warning
+in the run log; token ids and log-probs kept), the judge called off the event loop with
 its gold probes, and one `AgentLoopOutput` per turn.
 
 `medplay_selfplay` (training) returns `[attacker, assessor]` or `[assessor]`, each output with its
@@ -20,6 +21,7 @@ hands the worker the note's id and the response text, which the trainer writes f
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 from uuid import uuid4
@@ -29,7 +31,8 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetr
 from medical_team.game import JudgeStats, PlayedGame, Turn, call_judge, play_game
 from medical_team.game.driver import GenerateFn
 from medical_team.game.judging import JudgeRequest, JudgeVerdict
-from medical_team.game.prompts import Message, render_prompt
+from medical_team.game.prompt_fit import fit_prompt
+from medical_team.game.prompts import Message
 from medical_team.game.settle import as_vanilla
 from medical_team.judge.gold_probe import count_correct
 from medical_team.judge.outage import JudgeUnavailableError
@@ -38,6 +41,8 @@ from medical_team.verl_ext.learning_probe import probe_reward, shows_behaviour
 from medical_team.verl_ext.rows import seed_of_row
 from medical_team.verl_ext.settings import SelfPlaySettings, settings_from_trainer_config
 from medical_team.vocab import BENCHMARK_DATA_SOURCE, Role
+
+log = logging.getLogger(__name__)
 
 SELFPLAY_AGENT = "medplay_selfplay"
 ASSESSOR_AGENT = "medplay_assessor"
@@ -98,11 +103,24 @@ class RolloutReply:
 class _TurnPlayer(AgentLoopBase):
     """The game driver's generate function on verl's rollout server, and verl's output for a played turn."""
 
-    def _prompt_ids(self, messages: list[Message]) -> list[int]:
-        """The game's prompt (`render_prompt`: chat template + thinking prefix), tokenized, left-truncated."""
-        rendered = render_prompt(self.tokenizer, messages, template_kwargs=self.apply_chat_template_kwargs)
-        ids = self.tokenizer.encode(rendered, add_special_tokens=False)
-        return self._cap_text_prompt_length(ids)
+    def _prompt_ids(self, role: Role, messages: list[Message]) -> list[int]:
+        """The game's prompt (`render_prompt`: chat template + thinking prefix), tokenized, within the prompt length.
+
+        A longer prompt has its note's end cut, never its instructions (verl's `_cap_text_prompt_length`
+        would drop its beginning), and the cut is logged.
+        """
+        limit = self.rollout_config.prompt_length
+        fitted = fit_prompt(self.tokenizer, messages, limit, self.apply_chat_template_kwargs)
+        if fitted.cut_tokens:
+            log.warning(
+                "medplay: the %s's prompt was over rollout.prompt_length=%d tokens: its note was cut from %d to %d "
+                "tokens, the instructions kept",
+                role.value,
+                limit,
+                fitted.note_tokens,
+                fitted.note_tokens - fitted.cut_tokens,
+            )
+        return fitted.ids
 
     def _generate_fn(self, sampling_params: dict[str, Any], game_key: tuple[Any, ...] = ()) -> GenerateFn[RolloutReply]:
         """`play_game`'s generate function: one turn through verl's rollout server.
@@ -114,7 +132,7 @@ class _TurnPlayer(AgentLoopBase):
 
         async def generate(role: Role, messages: list[Message]) -> RolloutReply:
             nonlocal turns
-            prompt_ids = await self.loop.run_in_executor(None, self._prompt_ids, messages)
+            prompt_ids = await self.loop.run_in_executor(None, self._prompt_ids, role, messages)
             params = sampling_params
             if game_key:
                 params = {**sampling_params, "seed": request_seed(*game_key, turns)}
