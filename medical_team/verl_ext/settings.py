@@ -33,6 +33,14 @@ class TrainingMode(str, Enum):
         return self is TrainingMode.JOINT or self.value == role.value
 
 
+class WandbMode(str, Enum):
+    """Where wandb sends a run when `wandb` is in `trainer.logger` (its WANDB_MODE)."""
+
+    ONLINE = "online"  # to the wandb server, with WANDB_API_KEY from the environment
+    OFFLINE = "offline"  # into <medplay.output_dir>/wandb, for `wandb sync` later
+    DISABLED = "disabled"
+
+
 def _path(what: str = "a path") -> Any:
     """A field holding a non-empty string."""
     return check(bool, f"{what} (a non-empty string)")
@@ -94,6 +102,7 @@ class SelfPlaySettings(Rules):
     adversarial_games: bool  # False plays every row as a vanilla game (assessor only)
     seeded_sampling: bool  # a seed per generation request and rows in data-row order: runs that repeat themselves
     stop_grace_s: float = above(0, "a number of seconds")
+    wandb_mode: WandbMode  # read by wandb in every process as WANDB_MODE (configs/medplay.yaml's env_vars)
     trust_unverified_checkpoints: bool  # resume from a checkpoint without a manifest (its pickles run as code)
     cache_dir: str | None = _path("a folder")
     emulate_gpu_gib: float | None = above(0, "a number of GiB")

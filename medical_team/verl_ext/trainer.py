@@ -66,6 +66,7 @@ from medical_team.verl_ext.run_failures import NO_TRAJECTORIES, AllTiesError, al
 from medical_team.verl_ext.settings import settings_from_trainer_config
 from medical_team.verl_ext.step_games import StepGame
 from medical_team.verl_ext.step_rewards import add_to_row_rewards, step_deltas
+from medical_team.verl_ext.tracking_config import use_redacting_tracking
 from medical_team.vocab import Role
 
 TRAINER_NAME = "medplay_sync"
@@ -247,8 +248,10 @@ class SelfPlayTrainer(PPOTrainerSync):
         return last_checkpoint(Path(self.config.trainer.default_local_dir))
 
     def fit(self, agent_loop_manager: Any) -> None:
-        """verl's training loop, with the metrics JSONL opened for appending (a resumed run keeps earlier steps)."""
+        """verl's training loop, with the metrics JSONL opened for appending (a resumed run keeps earlier steps) and
+        the trackers given the config with its secrets redacted."""
         use_appending_file_logger()
+        use_redacting_tracking()
         self._non_finite_guard = NonFiniteGuard(max_consecutive=self.settings.guards.max_non_finite_steps)
         judge = self.settings.judge
         self._gold_floor = GoldFloor(judge.gold_accuracy_floor, judge.gold_min_count) if judge.probed else None

@@ -503,6 +503,17 @@ def test_run_verl_calls_what_verls_main_calls() -> None:
     assert _called_names(main_ppo.main) - {"warning"} <= _called_names(run_verl)
 
 
+def test_verls_trainer_hands_the_config_to_the_tracking_its_module_names() -> None:
+    """`tracking_config.py` swaps `trainer_base.Tracking`, which `fit` builds with the whole config."""
+    from verl.trainer.ppo.v1 import trainer_base
+    from verl.utils.tracking import Tracking
+
+    assert issubclass(trainer_base.Tracking, Tracking)
+    assert "config=OmegaConf.to_container(self.config, resolve=True)" in inspect.getsource(trainer_base.PPOTrainer.fit)
+    assert "Tracking(" in inspect.getsource(trainer_base.PPOTrainer.fit)
+    assert "config" in inspect.signature(Tracking.__init__).parameters
+
+
 def test_verls_task_runner_prints_the_config_through_its_pprint_global() -> None:
     """The global `task_runner.py` swaps is the print `TaskRunnerV1.run` shows the config with."""
     from verl.trainer import main_ppo
