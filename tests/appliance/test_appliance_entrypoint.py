@@ -15,6 +15,8 @@ import httpx
 import pytest
 from appliance_harness import ENTRYPOINT, REPO, VENV_BIN, free_ports, stop_session
 
+from medical_team.cli import COMMANDS
+
 SHELL_SCRIPTS = sorted([*REPO.glob("entrypoints/*.sh"), *REPO.glob("docker/*.sh"), REPO / ".ci" / "run"])
 
 
@@ -27,8 +29,19 @@ def entrypoint(appliance, *args: str) -> subprocess.CompletedProcess[str]:
 def test_help_lists_every_command(appliance):
     result = entrypoint(appliance, "help")
     assert result.returncode == 0
-    for command in ("train", "shell", "probe", "convert", "eval", "judge", "version", "help"):
+    for command in ("train", "shell", "help", *COMMANDS):  # every medplay command, `train` being the pipeline
         assert f"\n  {command} " in result.stdout, command
+
+
+@pytest.mark.parametrize("command", sorted(set(COMMANDS) - {"train"}))
+def test_every_medplay_command_runs_through_the_entrypoint(appliance, command: str):
+    result = entrypoint(appliance, command, "--help")
+    assert result.returncode == 0 and result.stdout.startswith(f"usage: medplay {command}"), result.stderr
+
+
+def test_config_get_reads_the_composed_config(appliance):
+    result = entrypoint(appliance, "config", "get", "medplay.stop_grace_s", "medplay.wandb_mode")
+    assert result.returncode == 0 and result.stdout.split() == ["600", "offline"], result.stderr
 
 
 def test_unknown_command_is_a_usage_error(appliance):
