@@ -89,9 +89,11 @@ def compose_plan(profile: str, overrides: list[str], vram_gib: float) -> MemoryP
 
     from medical_team.hardware.memory_plan import memory_plan, plan_inputs
     from medical_team.launcher.launch import compose_config
+    from medical_team.launcher.verl_keys import check_config
 
     others = [item for item in overrides if item.split("=", 1)[0].lstrip("+") != "profile"]
     config = compose_config([f"profile={profile}", *others])
+    check_config(config)  # a plan only of a config `medplay train` would start with
     emulated = config.medplay.emulate_gpu_gib
     plan = memory_plan(plan_inputs(OmegaConf.to_container(config, resolve=True)), emulated or vram_gib)
     if emulated is not None:

@@ -238,10 +238,10 @@ def plan_config(config: DictConfig, total_gib: float | None = None) -> PlannedRu
     """
     from medical_team.launcher.judge_run import check_judge
     from medical_team.launcher.run_plan import derive_run_plan, planned_config
-    from medical_team.launcher.verl_keys import verl_problems
+    from medical_team.launcher.verl_keys import check_config
     from medical_team.verl_ext.settings import settings_from_trainer_config
 
-    settings = settings_from_trainer_config(config, verl_problems(config))
+    settings = check_config(config)
     check_judge(settings.judge)
     plan = derive_run_plan(config, settings.judge, total_gib)
     planned = planned_config(config, plan)

@@ -3,17 +3,22 @@
 Keys that verl 0.9.1's own `ppo_trainer` does not define are typos, unless listed: Hydra accepts a
 `+key=value` override and any key a profile file adds, so `trainer.totl_epochs` in a profile would
 otherwise be ignored without a word. A few verl values medplay cannot run without are checked too
-(`REQUIRED`). `medplay:` is checked by its schema, `settings.py`.
+(`REQUIRED`), and the numbers a run cannot start with (`POSITIVE`: a learning rate of 0 or less, an empty
+prompt or response). `medplay:` is checked by its schema, `settings.py`; `check_config` runs both at once.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig, OmegaConf
 
 from medical_team.verl_ext.verl_version import VERL_VERSION
+
+if TYPE_CHECKING:
+    from medical_team.verl_ext.settings import SelfPlaySettings
 
 # Subtrees whose keys are free-form (passed on as keyword arguments), or medplay's own section.
 FREE_FORM = (
@@ -41,6 +46,17 @@ REQUIRED = {
         True,
         "medplay runs only on verl's V1 trainer (its trainer medplay_sync, the agent loop's TransferQueue rows)",
     ),
+}
+
+
+# verl numbers that must be above 0: key -> what it is. verl's dataclasses take any number and fail mid-run.
+POSITIVE = {
+    "actor_rollout_ref.actor.optim.lr": "the actor's learning rate",
+    "data.max_prompt_length": "the prompt's length cap in tokens",
+    "data.max_response_length": "the response's length cap in tokens",
+    "data.train_batch_size": "seed rows per step",
+    "actor_rollout_ref.rollout.n": "games per seed row",
+    "trainer.total_epochs": "epochs",
 }
 
 
@@ -82,13 +98,26 @@ def unknown_verl_keys(config: DictConfig, base: DictConfig | None = None) -> lis
 
 
 def verl_value_problems(config: DictConfig) -> list[str]:
-    """One problem line per `REQUIRED` key whose value is not the one medplay needs."""
+    """One problem line per `REQUIRED` key whose value is not the one medplay needs, and per `POSITIVE` key whose
+    value is not a number above 0."""
     problems = []
     for key, (value, why) in REQUIRED.items():
         found = OmegaConf.select(config, key)
         if found != value:
             problems.append(f"{key}: {_shown(found)}; {why}: set {key}={_shown(value)}")
+    for key, what in POSITIVE.items():
+        found = OmegaConf.select(config, key)
+        if isinstance(found, bool) or not isinstance(found, int | float) or not found > 0:
+            problems.append(f"{key}: {_shown(found)}; {what} must be a number above 0")
     return problems
+
+
+def check_config(config: DictConfig) -> SelfPlaySettings:
+    """The `medplay:` settings of a composed training config, once every problem of the whole config is known:
+    a `UserInputError` naming all of them (verl's keys and values, then the `medplay:` section) otherwise."""
+    from medical_team.verl_ext.settings import settings_from_trainer_config
+
+    return settings_from_trainer_config(config, verl_problems(config))
 
 
 def _shown(value: object) -> str:

@@ -62,6 +62,11 @@ BAD_CONFIGS = [
     ("+actor_rollout_ref.actor.optim.lrr=1e-5", "did you mean actor_rollout_ref.actor.optim.lr?"),
     # verl's part: values medplay cannot run without
     ("trainer.use_v1=false", "trainer.use_v1: false; medplay runs only on verl's V1 trainer"),
+    # verl's part: numbers a run cannot start with
+    ("actor_rollout_ref.actor.optim.lr=-1", "actor_rollout_ref.actor.optim.lr: -1; the actor's learning rate must be"),
+    ("actor_rollout_ref.actor.optim.lr=0", "actor_rollout_ref.actor.optim.lr: 0; the actor's learning rate must be"),
+    ("data.max_response_length=abc", "data.max_response_length: abc; the response's length cap in tokens must be"),
+    ("actor_rollout_ref.rollout.n=0", "actor_rollout_ref.rollout.n: 0; games per seed row must be a number above 0"),
 ]
 
 
@@ -112,6 +117,19 @@ def test_medplay_train_exits_2_before_ray_with_one_message(capsys: pytest.Captur
     err = capsys.readouterr().err
     assert "did you mean medplay.stop_grace_s?" in err and "did you mean trainer.total_epochs?" in err
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", [["config", "get", "medplay.stop_grace_s"], ["probe", "--plan"]])
+def test_config_get_and_the_plan_refuse_what_train_refuses(
+    command: list[str], tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    profile = "profile=80g" if command[0] == "probe" else "profile=cpu-smoke"  # the plan is of a GPU profile
+    overrides = [profile, "medplay.rewards.scheme=foo", "actor_rollout_ref.actor.optim.lr=-1"]
+    output = ["--output", str(tmp_path / "plan.json")] if command[0] == "probe" else []
+    assert main([*command, *output, *overrides]) == 2
+    err = capsys.readouterr().err
+    assert "medplay.rewards.scheme: 'foo' must be one of" in err and "optim.lr: -1; the actor's learning rate" in err
+    assert not (tmp_path / "plan.json").exists()
 
 
 def test_verls_legacy_trainer_is_refused_before_ray(capsys: pytest.CaptureFixture[str]) -> None:
