@@ -5,17 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-HEADER = [
-    "Text ID",
-    "Text",
-    "Sentences",
-    "Error Flag",
-    "Error Type",
-    "Error Sentence ID",
-    "Error Sentence",
-    "Corrected Sentence",
-    "Corrected Text",
-]
+from data.medec_rows import HEADER
+
 LONG_NOTE_ID = "ms-long-7"
 LONG_NOTE_CHARS = 48_240  # the length of the note `medplay convert` once accepted without a word
 _FILLER = "He reports intermittent chest pain radiating to the left arm on exertion."
