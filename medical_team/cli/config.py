@@ -35,14 +35,12 @@ def run_get(args: argparse.Namespace) -> int:
     from omegaconf import OmegaConf
 
     from medical_team.launcher.launch import compose_config
-    from medical_team.launcher.verl_keys import check_config
 
     keys = [arg for arg in args.arguments if not is_override(arg)]
     overrides = [arg for arg in args.arguments if is_override(arg)]
     if not keys:
         raise UserInputError("name at least one key, e.g. medplay.judge.backend", field="KEY")
     config = compose_config(with_profile(overrides, probe_report_path(args)))
-    check_config(config)  # a value is printed only from a config `medplay train` would start with
     missing = object()
     values = [OmegaConf.select(config, key, default=missing) for key in keys]
     for key, value in zip(keys, values, strict=True):
