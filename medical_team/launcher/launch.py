@@ -292,6 +292,7 @@ def run_verl(
     from verl.utils.config import validate_config
     from verl.utils.device import auto_set_device
 
+    from medical_team.launcher.dead_actors import ends_on_dead_actor
     from medical_team.launcher.ray_start import start_ray
     from medical_team.verl_ext.reliability.graceful_stop import install_sigterm_handler
     from medical_team.verl_ext.task_runner import SelfPlayTaskRunner
@@ -306,7 +307,8 @@ def run_verl(
         stages = TrainerStages(log_file, run_started)
         # After ray.init, which replaces the SIGTERM handler with one that exits at once.
         install_sigterm_handler(Path(config.trainer.default_local_dir), stop_grace_s, stop_cannot_wait(stages, stuck))
-        with stages:
+        # An actor whose process dies ends the run naming it; the watch ends before Ray's normal teardown.
+        with stages, ends_on_dead_actor(Path(config.medplay.metrics_file), Path(config.trainer.default_local_dir)):
             run_ppo(config, task_runner_class=SelfPlayTaskRunner)  # trainer.use_v1=false is refused by verl_problems
     finally:
         if started_ray:

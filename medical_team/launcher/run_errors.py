@@ -13,7 +13,12 @@ from medical_team.judge.gold_probe import JudgeGoldFloorError
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.verl_ext.reliability.graceful_stop import StoppedWhileWaitingError
 from medical_team.verl_ext.reliability.guards import NonFiniteTrainingError
-from medical_team.verl_ext.run_failures import AllTiesError, JudgeServerError, MetricsWriteError
+from medical_team.verl_ext.run_failures import (
+    ActorProcessDiedError,
+    AllTiesError,
+    JudgeServerError,
+    MetricsWriteError,
+)
 
 # Raised in a Ray actor (agent-loop worker or trainer) or the launcher to end the run with a message for the user.
 RUN_STOPPING_ERRORS: tuple[type[BaseException], ...] = (
@@ -24,6 +29,7 @@ RUN_STOPPING_ERRORS: tuple[type[BaseException], ...] = (
     JudgeGoldFloorError,
     StoppedWhileWaitingError,
     MetricsWriteError,
+    ActorProcessDiedError,
 )
 
 

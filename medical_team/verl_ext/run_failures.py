@@ -34,3 +34,7 @@ def all_ties_message(step: int, games: int, parse_errors: int) -> str:
 
 class MetricsWriteError(RuntimeError):
     """A step's metrics record could not be written whole to the metrics file: the step is not committed."""
+
+
+class ActorProcessDiedError(RuntimeError):
+    """A Ray actor of the run died with its process or node (launcher/dead_actors.py): the run ends naming it."""
