@@ -1,7 +1,7 @@
 """One run per output folder: a kernel lock (`flock`) on `<output folder>/run.lock`, held by the launcher.
 
-`medplay train` and `medplay sft` take it before they write anything into the folder and hold it until their
-process exits; a second run on the same folder ends at once with a `UserInputError` (exit status 2) naming the
+`medplay train` and `medplay sft` take it before they write anything into the folder and hold it until the run
+returns (`release_run_lock`) or its process exits; a second run on the same folder ends at once with a `UserInputError` (exit status 2) naming the
 folder and the holder. The kernel drops the lock when the holder's last descriptor closes, so a killed run
 (SIGKILL included) never blocks the next one; the pid and host written into the file only make the message.
 
@@ -66,6 +66,14 @@ def hold_run_lock(folder: Path) -> None:
         os.close(fd)
         raise
     _held[key] = fd
+
+
+def release_run_lock(folder: Path) -> None:
+    """Let go of `folder`'s lock if this process holds it (a pipeline's inherited lock stays with the pipeline)."""
+    key = _file_key_of(lock_path(folder))
+    fd = _held.pop(key, None) if key is not None else None
+    if fd is not None:
+        os.close(fd)
 
 
 def take_inherited(folder: Path, fd: int, pid: int) -> None:

@@ -17,7 +17,7 @@ from medical_team.configs import PROFILE_GROUP
 from medical_team.console import output_to_log, say
 from medical_team.errors import UserInputError
 from medical_team.launcher.startup import TrainerStages, stage
-from medical_team.run_lock import hold_run_lock
+from medical_team.run_lock import hold_run_lock, release_run_lock
 
 if TYPE_CHECKING:
     from medical_team.launcher.run_plan import RunPlan
@@ -331,8 +331,24 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     """Compose the config, prepare inputs, train with verl, and return where the outputs are.
 
     The run's full output goes to a log file in the run folder (also to the terminal with `verbose`);
-    the terminal gets the stages and one line per step.
+    the terminal gets the stages and one line per step. The run's folders are locked while it lasts.
     """
+    started = time.monotonic()
+    composed = compose_config(overrides)
+    # One run per output folder: before anything is checked, written into it (the log, the stop request, the
+    # judge's log) or started.
+    folders = locked_folders(composed)
+    for folder in folders:
+        hold_run_lock(folder)
+    try:
+        return _train(composed, started, verbose)
+    finally:
+        for folder in folders:
+            release_run_lock(folder)
+
+
+def _train(composed: DictConfig, started: float, verbose: bool) -> RunPaths:
+    """`train` once the run's folders are locked."""
     from medical_team.launcher.judge_context import check_judge_context
     from medical_team.launcher.judge_run import record_judge
     from medical_team.launcher.judge_wait_relay import JudgeWaitRelay
@@ -345,12 +361,6 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     from medical_team.launcher.shm_cleanup import remove_orphaned_segments, shm_segments
     from medical_team.verl_ext.reliability.graceful_stop import StoppedWhileWaitingError, stopped_while
 
-    started = time.monotonic()
-    composed = compose_config(overrides)
-    # One run per output folder: before anything is checked, written into it (the log, the stop request, the
-    # judge's log) or started.
-    for folder in locked_folders(composed):
-        hold_run_lock(folder)
     # Everything derived from this machine (KV cache bytes, the emulated card, the judge's address, Ray's
     # cluster), once: from here on the config is only read.
     run = plan_config(composed)

@@ -30,7 +30,7 @@ from medical_team.launcher.launch import (
     runtime_env_vars,
     save_config,
 )
-from medical_team.run_lock import hold_run_lock
+from medical_team.run_lock import hold_run_lock, release_run_lock
 
 SFT_GROUP = "sft"
 BASE_SFT = "base"
@@ -129,7 +129,16 @@ def export_model(checkpoint_dir: Path, model_dir: Path) -> Path:
 def sft(overrides: Sequence[str]) -> SftPaths:
     """Compose the config, prepare the model, run verl's SFT trainer, export the model; return where it all is."""
     config = compose_sft_config(overrides)
-    hold_run_lock(Path(config.medplay.output_dir))  # before anything is written into the output folder
+    folder = Path(config.medplay.output_dir)
+    hold_run_lock(folder)  # before anything is written into the output folder
+    try:
+        return _sft(config)
+    finally:
+        release_run_lock(folder)
+
+
+def _sft(config: DictConfig) -> SftPaths:
+    """`sft` once the output folder is locked."""
     check_data(config.sft.data, "sft.data")
     paths = sft_paths(config)
     env = runtime_env_vars(config)

@@ -23,7 +23,7 @@ from omegaconf import OmegaConf
 from processes import stop_session
 
 from medical_team.launcher.launch import locked_folders
-from medical_team.run_lock import INHERITED_FD_ENV, LOCK_NAME
+from medical_team.run_lock import INHERITED_FD_ENV, LOCK_NAME, hold_run_lock, release_run_lock
 from medical_team.verl_ext.reliability.graceful_stop import STOP_FILE
 
 REPO = Path(__file__).resolve().parents[2]
@@ -221,3 +221,14 @@ def test_a_checkpoint_folder_outside_the_output_folder_is_locked_too(tmp_path: P
     assert folders(tmp_path / "out" / "checkpoints") == [tmp_path / "out"]
     assert folders(tmp_path / "out") == [tmp_path / "out"]  # the appliance's: one folder for both
     assert folders(tmp_path / "elsewhere") == [tmp_path / "out", tmp_path / "elsewhere"]
+
+
+def test_a_run_that_returns_leaves_the_folder_free_for_the_next(tmp_path: Path) -> None:
+    hold_run_lock(tmp_path)  # as `medplay train` does in this process: tests and scripts call it in-process
+    try:
+        refused = acquire(tmp_path)
+        assert refused.returncode != 0 and "in use by another medplay run" in refused.stderr
+    finally:
+        release_run_lock(tmp_path)
+    assert acquire(tmp_path).returncode == 0
+    release_run_lock(tmp_path)  # a folder this process does not hold: nothing to do

@@ -28,7 +28,7 @@ import pytest
 from medical_team.verl_ext.reliability.graceful_stop import STOP_FILE
 
 FULL_DISK = Path("/dev/full")
-MARGIN_S = 30  # on top of the grace: the bound on a wait that only a process that never exits reaches
+MARGIN_S = 120  # on top of the grace: the bound on a wait that only a process that never exits reaches
 
 # Blocks like the launcher: the main thread waits (in `ray.get`) inside `output_to_log`; an interrupt that comes
 # with a reason to stop now ends the run through the launcher's own report. Modes: "wait" sleeps; "swallow" loses
@@ -103,7 +103,7 @@ def stop(
     return Stopped(process.returncode, time.monotonic() - sent, said + out, err)
 
 
-def _until_ready(process: subprocess.Popen[str], timeout_s: float = 60) -> str:
+def _until_ready(process: subprocess.Popen[str], timeout_s: float = 180) -> str:
     """What the child said up to and including its `ready` line (read from the pipe itself, with a deadline)."""
     assert process.stdout is not None
     said = b""

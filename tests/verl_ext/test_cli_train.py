@@ -41,14 +41,15 @@ def test_unknown_profile_names_the_real_ones(capsys: pytest.CaptureFixture[str])
 
 
 def test_missing_data_names_the_file_and_the_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["train", "profile=cpu-smoke", f"medplay.data_dir={tmp_path}"]) == 2
+    assert main(["train", "profile=cpu-smoke", f"medplay.data_dir={tmp_path}", f"medplay.output_dir={tmp_path}"]) == 2
     err = capsys.readouterr().err
     assert f"{tmp_path}/train.parquet: field 'data.train_files': not found" in err
     assert "medplay convert --output" in err
 
 
-def test_bad_game_settings_are_reported_together(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["train", "profile=cpu-smoke", "medplay.training_mode=both", "medplay.rewards.scheme=odd"]) == 2
+def test_bad_game_settings_are_reported_together(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    overrides = ["medplay.training_mode=both", "medplay.rewards.scheme=odd", f"medplay.output_dir={tmp_path}"]
+    assert main(["train", "profile=cpu-smoke", *overrides]) == 2
     err = capsys.readouterr().err
     assert "medplay.training_mode: 'both' must be one of joint, assessor, attacker" in err
     assert "medplay.rewards.scheme: 'odd'" in err
