@@ -40,7 +40,7 @@ run_step() {
         exit 143
     fi
     echo "${name}" > "${run_dir}/pipeline.step"
-    say "step ${name}: $*"
+    say "step ${name}: $(python -m medical_team.redaction "$@")"
     "$@" > >(tee -a "${logs}/${name}.log") 2>&1 &
     child=$!
     # A trapped signal interrupts `wait`; wait again until the step has really ended.

@@ -9,6 +9,7 @@ columns of its data so (`data.prompt_key: prompt`), and `*_tokens` are lengths.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,3 +42,7 @@ def redacted_overrides(overrides: Sequence[str]) -> list[str]:
         key, sep, _ = override.partition("=")
         out.append(f"{key}={REDACTED}" if sep and is_secret_name(key.strip()) else override)
     return out
+
+
+if __name__ == "__main__":  # for shell scripts: the words of a command line, secret-named overrides redacted
+    print(" ".join(redacted_overrides(sys.argv[1:])))

@@ -62,8 +62,15 @@ def test_broken_csv_stops_the_pipeline_on_the_cluster_in_ray_address_with_the_co
     appliance.env.update(external_ray_head.env, RAY_ADDRESS=external_ray_head.address)
     write_broken_csv(appliance.data / "medec.csv")
 
-    # cpu-smoke's own attention, given as an override so that the probe is told it (no flash-attn check).
-    result = appliance.run("train", *TRAIN_2_STEPS, "actor_rollout_ref.model.override_config.attn_implementation=sdpa")
+    # cpu-smoke's own attention, given as an override so that the probe is told it (no flash-attn check); and an
+    # API key, which no line of the pipeline shows.
+    secret = "sk-pipeline-test-7e21"
+    result = appliance.run(
+        "train",
+        *TRAIN_2_STEPS,
+        "actor_rollout_ref.model.override_config.attn_implementation=sdpa",
+        f"+ray_kwargs.ray_init.runtime_env.env_vars.MEDPLAY_TEST_API_KEY={secret}",
+    )
 
     message = "medec.csv:row 3: field 'Error Flag': must be an integer, found 'maybe'"
     assert result.returncode == 2, result.stdout[-5000:]
@@ -79,6 +86,10 @@ def test_broken_csv_stops_the_pipeline_on_the_cluster_in_ray_address_with_the_co
     assert "is ready" in appliance.log("pipeline", "ray-ready.log")
     assert "spawned: 'ray-head'" not in supervisord_log(appliance)
     assert not (appliance.logs / "pipeline" / "ray-head.log").exists()
+    assert "MEDPLAY_TEST_API_KEY=<redacted>" in result.stdout and secret not in result.stdout
+    assert not [
+        path for path in appliance.logs.rglob("*") if path.is_file() and secret in path.read_text(errors="replace")
+    ]
 
 
 def package_with_yaml_judge_backend(root: Path, backend: str) -> Path:
