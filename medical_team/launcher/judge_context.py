@@ -6,11 +6,14 @@ rewrite; the judge then writes up to `medplay.judge.serve.max_tokens`. vLLM refu
 before the judge's server starts: the longest judge prompt over the adversarial seeds of train.parquet with an
 empty rewrite, in the judge's own tokens and chat template (as vLLM's chat endpoint renders it), plus a rewrite
 of `data.max_response_length` tokens (the attacker's whole response at most; counted as as many judge tokens),
-plus `serve.max_tokens`. Refused: a UserInputError (exit 2) naming the numbers and the note.
+plus `serve.max_tokens`. Refused: a UserInputError (exit 2) naming the numbers and the note. A model folder
+whose tokenizer does not load is left unchecked: the judge's server then fails its start with its own cause and
+exit status (tests/e2e/test_judge_failures_cpu.py).
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,8 @@ from medical_team.game.settle import intended_label
 from medical_team.judge.prompt import judge_messages
 from medical_team.launcher.prompt_lengths import RESPONSE_LENGTH_KEY, split_rows
 from medical_team.verl_ext.settings import SelfPlaySettings
+
+log = logging.getLogger(__name__)
 
 MAX_MODEL_LEN_KEY = "medplay.judge.serve.max_model_len"
 
@@ -76,7 +81,12 @@ def check_judge_context(config: DictConfig, settings: SelfPlaySettings, tokenize
     if tokenizer is None:
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(judge.model)
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(judge.model)
+        except (OSError, ValueError) as error:
+            # A model folder the judge's server cannot load either: its start says why, with its own exit status.
+            log.warning("the judge's context is not checked: its tokenizer does not load (%s)", error)
+            return
     train_file = Path(config.data.train_files)
     rewrite = int(config.actor_rollout_ref.rollout.response_length)
     size = longest_judge_request(tokenizer, train_file, settings, rewrite, judge.serve.max_tokens)
