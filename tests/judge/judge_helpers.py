@@ -57,10 +57,10 @@ def wire(requests: list[JudgeRequest]) -> dict:
 READY_TIMEOUT_S = 60.0  # loading the tiny model takes about a second; generous for a loaded machine
 
 
-def wait_until_ready(url: str, timeout_s: float = READY_TIMEOUT_S) -> None:
-    """Poll the server's /ready every 0.1 s until it answers 200; fail with its last answer after `timeout_s`."""
+def wait_until_ready(url: str, timeout_s: float = READY_TIMEOUT_S, status: int = 200) -> None:
+    """Poll the server's /ready every 0.1 s until it answers `status`; fail with its last answer after `timeout_s`."""
     deadline = time.monotonic() + timeout_s
-    while (response := HTTP.get(f"{url}/ready")).status_code != 200:
+    while (response := HTTP.get(f"{url}/ready")).status_code != status:
         assert time.monotonic() < deadline, f"/ready after {timeout_s} s: {response.status_code} {response.text}"
         time.sleep(0.1)
 

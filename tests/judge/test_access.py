@@ -7,7 +7,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from urllib.parse import urlparse
 
 import pytest
@@ -84,22 +83,12 @@ def _open_request(url: str) -> socket.socket:
     return held
 
 
-def _status_until(url: str, wanted: int) -> int:
-    """GET /ready until it answers `wanted` (30 s at most); the last status."""
-    deadline = time.monotonic() + 30
-    status = HTTP.get(f"{url}/ready").status_code
-    while status != wanted and time.monotonic() < deadline:
-        time.sleep(0.05)
-        status = HTTP.get(f"{url}/ready").status_code
-    return status
-
-
 def test_requests_over_the_limit_in_flight_get_429_until_one_ends(serve) -> None:
     url = serve(judge_app(max_concurrent=1)).url
     wait_until_ready(url)
     held = _open_request(url)
     try:
-        assert _status_until(url, 429) == 429
+        wait_until_ready(url, status=429)
         assert "the limit is 1" in HTTP.get(f"{url}/ready").json()["detail"]
     finally:
         held.close()
