@@ -41,8 +41,13 @@ def write_overrides(run_dir: Path, overrides: list[str]) -> None:
 
 
 def stop_wait_s(overrides: list[str]) -> int:
-    """Seconds supervisord gives the pipeline after SIGTERM: the composed medplay.stop_grace_s plus a margin."""
-    command = ["medplay", "config", "get", "medplay.stop_grace_s", *overrides]
+    """Seconds supervisord gives the pipeline after SIGTERM: the composed medplay.stop_grace_s plus a margin.
+
+    Read unchecked: the probe checks the settings once it has chosen the profile (the first step of the pipeline).
+    """
+    settings_file = Path(os.environ["MEDPLAY_RUN_CONFIG"])
+    from_file = ["--config", str(settings_file)] if settings_file.is_file() else []
+    command = ["medplay", "config", "get", "--unchecked", *from_file, "medplay.stop_grace_s", *overrides]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise ValueError(done.stderr.strip() or f"{' '.join(command)} exited with {done.returncode}")

@@ -22,13 +22,16 @@ if [[ -z "${RAY_ADDRESS:-}" ]]; then
     export RAY_AUTH_TOKEN_PATH="${RAY_AUTH_TOKEN_PATH:-${MEDPLAY_RUN_DIR}/ray-auth-token}"
 fi
 export MEDPLAY_JUDGE_SERVE_ARGS="${MEDPLAY_JUDGE_SERVE_ARGS:---backend rules}"
+# The run's settings file, read by `train` when it exists (mount yours there: docs/appliance.md).
+export MEDPLAY_RUN_CONFIG="${MEDPLAY_RUN_CONFIG:-/config/run.yaml}"
 
 usage() {
     cat <<USAGE
 usage: COMMAND [ARGS...]
 
   train [OVERRIDES...]   probe -> convert -> train under supervisord; OVERRIDES are Hydra overrides,
-                         e.g. train profile=80g trainer.total_epochs=2
+                         e.g. train profile=80g trainer.total_epochs=2, after those of the settings
+                         file ${MEDPLAY_RUN_CONFIG} when it exists
   shell [BASH ARGS...]   an interactive shell (or bash -c "...")
   probe [OPTIONS]        check GPU, driver, disk and memory; choose the hardware profile
   convert [OPTIONS]      MEDEC CSVs -> the game's parquet files

@@ -85,10 +85,23 @@ refused="$(python -m medical_team.run_lock take "${MEDPLAY_CHECKPOINTS}" "${run_
 }
 export MEDPLAY_RUN_LOCK_FD="${run_lock_fd}"
 
-# --- the user's Hydra overrides (written by the entrypoint, one per line) ---------------------------------
+# --- the user's settings: the mounted settings file, then the Hydra overrides of `train` (written by the
+# entrypoint, one per line), which win -------------------------------------------------------------------------
 user_overrides=()
+run_config="${MEDPLAY_RUN_CONFIG:?is set by the entrypoint}"
+if [[ -f "${run_config}" ]]; then
+    from_file="$(python -m medical_team.launcher.run_file "${run_config}" 2>&1)" || {
+        code=$?
+        say "${from_file}"
+        exit "${code}"
+    }
+    if [[ -n "${from_file}" ]]; then
+        mapfile -t user_overrides <<< "${from_file}"
+    fi
+    say "settings file ${run_config}: ${#user_overrides[@]} settings (the overrides of train win)"
+fi
 if [[ -s "${run_dir}/train.args" ]]; then
-    mapfile -t user_overrides < "${run_dir}/train.args"
+    mapfile -t -O "${#user_overrides[@]}" user_overrides < "${run_dir}/train.args"
 fi
 requested_profile=""
 attention=""
@@ -118,6 +131,7 @@ if [[ -z "${attention}" && -n "${MEDPLAY_ATTENTION:-}" && "${MEDPLAY_ATTENTION}"
 fi
 
 # --- probe: refuse early, choose the profile ---------------------------------------------------------------
+# The probe also checks the run's settings (every mistake at once, exit 2) before Ray, the judge or the conversion.
 probe_args=(--output "${MEDPLAY_LOGS}/probe.json" --checkpoints "${MEDPLAY_CHECKPOINTS}")
 if [[ -n "${requested_profile}" ]]; then
     probe_args+=(--profile "${requested_profile}")
@@ -125,7 +139,7 @@ fi
 if [[ -n "${attention}" ]]; then
     probe_args+=(--attention "${attention}")
 fi
-run_step probe medplay probe "${probe_args[@]}"
+run_step probe medplay probe "${probe_args[@]}" "${image_overrides[@]}" "${other_overrides[@]}"
 profile="$(python -c 'import json, sys; print(json.load(open(sys.argv[1]))["profile"])' "${MEDPLAY_LOGS}/probe.json")"
 say "hardware profile: ${profile}"
 

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from medical_team.cli.train import add_probe_report_argument, probe_report_path, with_profile
+from medical_team.cli.train import (
+    add_config_argument,
+    add_probe_report_argument,
+    probe_report_path,
+    user_overrides,
+    with_profile,
+)
 from medical_team.errors import UserInputError
 
 
@@ -31,16 +37,19 @@ def value_text(value: object, *, one_line: bool) -> str:
 
 
 def run_get(args: argparse.Namespace) -> int:
-    """Compose the config for the overrides (profile from the probe, as `medplay train`) and print each key's value."""
+    """Compose and check the config for the overrides (profile from the probe, as `medplay train`), print each key's value."""
     from omegaconf import OmegaConf
 
     from medical_team.launcher.launch import compose_config
+    from medical_team.launcher.verl_keys import check_config
 
     keys = [arg for arg in args.arguments if not is_override(arg)]
     overrides = [arg for arg in args.arguments if is_override(arg)]
     if not keys:
         raise UserInputError("name at least one key, e.g. medplay.judge.backend", field="KEY")
-    config = compose_config(with_profile(overrides, probe_report_path(args)))
+    config = compose_config(with_profile(user_overrides(args, overrides), probe_report_path(args)))
+    if not args.unchecked:
+        check_config(config)  # what `medplay train` would refuse, refused here first
     missing = object()
     values = [OmegaConf.select(config, key, default=missing) for key in keys]
     for key, value in zip(keys, values, strict=True):
@@ -64,5 +73,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "one line of JSON when several keys are asked for.",
     )
     add_probe_report_argument(get)
+    add_config_argument(get)
+    get.add_argument(
+        "--unchecked",
+        action="store_true",
+        help="print the values even of a config `medplay train` would refuse (the container reads its stop grace "
+        "so, before the probe has chosen the profile that the checks need)",
+    )
     get.add_argument("arguments", nargs="+", metavar="KEY|OVERRIDE", help="dotted keys, then Hydra overrides")
     get.set_defaults(run=run_get)

@@ -13,7 +13,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from medical_team.cli.train import add_config_argument, user_overrides
+from medical_team.redaction import redacted_overrides
+
 if TYPE_CHECKING:
+    from omegaconf import DictConfig
     from rich.table import Table
 
     from medical_team.hardware.memory_plan import MemoryPlan
@@ -74,10 +78,22 @@ def render(report: ProbeReport) -> Table:
     return table
 
 
-def requested_profile(args: argparse.Namespace) -> str | None:
-    """The profile named by a `profile=NAME` override, else by --profile."""
-    named = [item.split("=", 1)[1] for item in args.overrides if item.split("=", 1)[0].lstrip("+") == "profile"]
-    return named[-1] if named else args.profile
+def requested_profile(overrides: list[str], flag: str | None) -> str | None:
+    """The profile named by a `profile=NAME` override, else by --profile (`flag`)."""
+    named = [item.split("=", 1)[1] for item in overrides if item.split("=", 1)[0].lstrip("+") == "profile"]
+    return named[-1] if named else flag
+
+
+def checked_config(profile: str, overrides: list[str]) -> DictConfig:
+    """The config `medplay train profile=PROFILE OVERRIDES` would use, once every problem of it is known (all of them
+    in one UserInputError otherwise: exit 2 before any work)."""
+    from medical_team.launcher.launch import compose_config
+    from medical_team.launcher.verl_keys import check_config
+
+    others = [item for item in overrides if item.split("=", 1)[0].lstrip("+") != "profile"]
+    config = compose_config([f"profile={profile}", *others])
+    check_config(config)
+    return config
 
 
 def compose_plan(profile: str, overrides: list[str], vram_gib: float) -> MemoryPlan:
@@ -88,12 +104,8 @@ def compose_plan(profile: str, overrides: list[str], vram_gib: float) -> MemoryP
     from omegaconf import OmegaConf
 
     from medical_team.hardware.memory_plan import memory_plan, plan_inputs
-    from medical_team.launcher.launch import compose_config
-    from medical_team.launcher.verl_keys import check_config
 
-    others = [item for item in overrides if item.split("=", 1)[0].lstrip("+") != "profile"]
-    config = compose_config([f"profile={profile}", *others])
-    check_config(config)  # a plan only of a config `medplay train` would start with
+    config = checked_config(profile, overrides)  # a plan only of a config `medplay train` would start with
     emulated = config.medplay.emulate_gpu_gib
     plan = memory_plan(plan_inputs(OmegaConf.to_container(config, resolve=True)), emulated or vram_gib)
     if emulated is not None:
@@ -119,7 +131,7 @@ def render_plan(profile: str, plan: MemoryPlan) -> Table:
     return table
 
 
-def run_plan(args: argparse.Namespace) -> int:
+def run_plan(args: argparse.Namespace, overrides: list[str]) -> int:
     """`--plan`: compose the config, plan its memory on this GPU (or the profile's card) and write plan.json."""
     from rich.console import Console
 
@@ -130,7 +142,7 @@ def run_plan(args: argparse.Namespace) -> int:
     vram, source = args.vram_gib, "--vram-gib"
     if vram is None and gpus:
         vram, source = gpus[0].total_vram_gib, f"GPU 0 ({gpus[0].name})"
-    profile = requested_profile(args) or (profile_for_vram(vram) if vram else None)
+    profile = requested_profile(overrides, args.profile) or (profile_for_vram(vram) if vram else None)
     if profile is None or profile not in PROFILES or not PROFILES[profile].needs_gpu:
         gpu_profiles = ", ".join(name for name, item in PROFILES.items() if item.needs_gpu)
         raise UserInputError(
@@ -138,7 +150,7 @@ def run_plan(args: argparse.Namespace) -> int:
         )
     if vram is None:
         vram, source = PROFILES[profile].card_gib, f"profile {profile}'s card"
-    plan = compose_plan(profile, args.overrides, vram)
+    plan = compose_plan(profile, overrides, vram)
     if plan.vram_gib != vram:
         source = "medplay.emulate_gpu_gib"
     console = Console()
@@ -149,7 +161,12 @@ def run_plan(args: argparse.Namespace) -> int:
         console.print(line, soft_wrap=True, highlight=False)
     output = Path(args.output or "plan.json")
     output.parent.mkdir(parents=True, exist_ok=True)
-    report = {"profile": profile, "overrides": args.overrides, "vram_source": source, **plan.to_json_dict()}
+    report = {
+        "profile": profile,
+        "overrides": redacted_overrides(overrides),
+        "vram_source": source,
+        **plan.to_json_dict(),
+    }
     output.write_text(json.dumps(report, indent=2) + "\n")
     verdict = "fits" if plan.fits else "does NOT fit"
     console.print(
@@ -168,15 +185,18 @@ def run(args: argparse.Namespace) -> int:
 
     from medical_team.hardware.probe import PROFILES, assess, chosen_profile, collect_facts
 
+    overrides = user_overrides(args, args.overrides)
     if args.plan:
-        return run_plan(args)
+        return run_plan(args, overrides)
     checkpoints = Path(args.checkpoints or os.environ.get("MEDPLAY_CHECKPOINTS") or ".")
     facts = collect_facts(checkpoints)
-    requested = requested_profile(args)
+    requested = requested_profile(overrides, args.profile)
     chosen = chosen_profile(facts, requested)
     plan = None
     if facts.gpus and chosen in PROFILES and PROFILES[chosen].needs_gpu:
-        plan = compose_plan(chosen, args.overrides, args.vram_gib or facts.gpus[0].total_vram_gib)
+        plan = compose_plan(chosen, overrides, args.vram_gib or facts.gpus[0].total_vram_gib)
+    elif chosen in PROFILES and overrides:
+        checked_config(chosen, overrides)  # the settings' mistakes before any work, as on a GPU
     report = assess(facts, requested, args.checkpoint_gib, args.attention, plan)
     console = Console()
     if not console.is_terminal:
@@ -227,7 +247,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="the attention the run uses (actor_rollout_ref.model.override_config.attn_implementation); "
         f"default {FLASH_ATTENTION}, the only one that needs flash-attn (sdpa, eager: none)",
     )
+    add_config_argument(parser)
     parser.add_argument(
-        "overrides", nargs="*", metavar="OVERRIDE", help="profile=NAME and Hydra overrides (key=value) for the plan"
+        "overrides",
+        nargs="*",
+        metavar="OVERRIDE",
+        help="profile=NAME and Hydra overrides (key=value) of the run: checked, and planned on a GPU",
     )
     parser.set_defaults(run=run)

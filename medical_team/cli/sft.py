@@ -13,6 +13,7 @@ from medical_team.cli.train import (
     add_profile_arguments,
     print_step_lines,
     probe_report_path,
+    user_overrides,
     with_profile,
 )
 
@@ -25,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
     """Fine-tune, then print the loss per step and where the model folder is."""
     from medical_team.launcher.sft import sft
 
-    paths = sft(with_profile(list(args.overrides), probe_report_path(args)))
+    paths = sft(with_profile(user_overrides(args, args.overrides), probe_report_path(args)))
     print_step_lines("sft", paths.metrics_file, SUMMARY_METRICS, SUMMARY_DIGITS)
     print(f"metrics: {paths.metrics_file}")
     print(f"model: {paths.model_dir}  (medplay train medplay.model.path={paths.model_dir}; medplay eval --model ...)")

@@ -70,9 +70,29 @@ def add_probe_report_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_config_argument(parser: argparse.ArgumentParser) -> None:
+    """`--config FILE`, read by `user_overrides`."""
+    parser.add_argument(
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="a YAML file of settings: the overrides' keys, `profile:` included (configs/run.example.yaml); "
+        "overrides on the command line win",
+    )
+
+
+def user_overrides(args: argparse.Namespace, overrides: Sequence[str]) -> list[str]:
+    """The `--config` file's overrides, then `overrides` (the command line's, which win)."""
+    from medical_team.launcher.run_file import run_file_overrides
+
+    from_file = run_file_overrides(args.config) if args.config is not None else []
+    return [*from_file, *overrides]
+
+
 def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--probe-report` and the Hydra overrides, shared by the commands that compose the training config."""
+    """`--probe-report`, `--config` and the Hydra overrides, shared by the commands that compose the training config."""
     add_probe_report_argument(parser)
+    add_config_argument(parser)
     parser.add_argument("overrides", nargs="*", help="Hydra overrides (key=value)")
 
 
@@ -114,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     from medical_team.launcher.run_errors import end_run, failure_report
 
     report = probe_report_path(args)
-    overrides = with_profile(list(args.overrides), report)
+    overrides = with_profile(user_overrides(args, args.overrides), report)
     print(f"medplay train: {' '.join(redacted_overrides(overrides))}", flush=True)
     try:
         paths = train(overrides, verbose=args.verbose)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from medical_team.judge.retry import RetryPolicy
     from medical_team.judge_kinds import BackendKind
 
+
 def _share() -> Any:
     """A field holding a number in [0, 1]."""
     return check(lambda x: 0 <= x <= 1, "a number in [0, 1]")
@@ -77,12 +78,12 @@ class JudgeSettings(Rules):
 
     @staticmethod
     def problems(values: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
-        """Each backend's endpoint or model is set, and the rule checks' band is sound."""
+        """Each backend's endpoint or model is set (a judge server's URL may come later), the rule checks' band is sound."""
         kind = BACKEND_KINDS.get(values.get("backend"))
-        missing = [field for field in kind.needs if not values.get(field)] if kind else []
-        if missing:
-            together = "".join(f"with medplay.judge.{field}, " for field in kind.needs[1:])
-            yield missing[0], f"{together}required when judge.backend is {kind.name} {kind.why}"
+        if kind:
+            problem = missing_judge_fields(kind, values, later_ok=True)
+            if problem:
+                yield problem
         yield from RuleSettings.problems(values)
 
     @property
@@ -106,6 +107,20 @@ class JudgeSettings(Rules):
         from medical_team.judge.retry import RetryPolicy
 
         return RetryPolicy(attempts=self.attempts)
+
+
+def missing_judge_fields(kind: BackendKind, values: Mapping[str, Any], *, later_ok: bool) -> tuple[str, str] | None:
+    """(field, message) when a field the backend needs is unset, else None.
+
+    `later_ok`: a judge server's URL may stay unset in the settings: the container's pipeline starts the server once
+    the settings are checked and sets the URL then; `medplay train` asks for it in its run plan (`later_ok=False`).
+    """
+    needed = [field for field in kind.needs if not (later_ok and kind.behind_judge_server and field == "url")]
+    missing = [field for field in needed if not values.get(field)]
+    if not missing:
+        return None
+    together = "".join(f"with medplay.judge.{field}, " for field in kind.needs[1:])
+    return missing[0], f"{together}required when judge.backend is {kind.name} {kind.why}"
 
 
 def packaged_judge_settings(**changes: Any) -> JudgeSettings:

@@ -8,7 +8,8 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from medical_team.console import say
-from medical_team.judge.settings import JudgeSettings
+from medical_team.errors import UserInputError
+from medical_team.judge.settings import JudgeSettings, missing_judge_fields
 from medical_team.judge_kinds import backend_kind
 
 RECORD_NAME = "judge.json"
@@ -19,7 +20,12 @@ RULES_WARNING = (
 
 
 def check_judge(judge: JudgeSettings) -> None:
-    """Warn about `rules` (a missing served-judge folder stops the run in the run plan, served_judge_address)."""
+    """Refuse a judge server without its URL; warn about `rules` (a missing served-judge folder stops the run in the
+    run plan, served_judge_address)."""
+    missing = missing_judge_fields(judge.kind, vars(judge), later_ok=False)
+    if missing:
+        field, message = missing
+        raise UserInputError(message, field=f"medplay.judge.{field}")
     if not judge.kind.judged_by_model:
         say(f"medplay: warning: {RULES_WARNING}", err=True)
 

@@ -56,13 +56,25 @@ def available_profiles() -> list[str]:
     return sorted(entry.name.removesuffix(".yaml") for entry in folder.iterdir() if entry.name.endswith(".yaml"))
 
 
-def medplay_overrides(overrides: Sequence[str]) -> list[str]:
-    """The overrides with `+medplay.KEY=V` as `++medplay.KEY=V` (add or set).
+# Overrides Hydra itself must check: a config group's choice, the SFT section (which no later check reads), Hydra's.
+_HYDRA_CHECKED = (PROFILE_GROUP, "sft", "hydra")
 
-    Every key of `medplay:` is in configs/medplay.yaml, where Hydra refuses `+` (add) for a key that exists;
-    the schema checks every key and value of the section anyway, so a `+` there hides no mistake.
+
+def medplay_overrides(overrides: Sequence[str]) -> list[str]:
+    """The overrides as `++KEY=V` (add or set), but for groups, `sft.` and `hydra.` keys and `~KEY` (delete).
+
+    Hydra stops at the first key a plain `KEY=V` names that the config lacks, and refuses `+KEY=V` for one it
+    has (every key of `medplay:` is in configs/medplay.yaml). The checks after composition see every key
+    (`verl_keys.check_config`: a key verl does not define, with the closest one; the `medplay:` schema), so a
+    run's mistakes are all named at once.
     """
-    return [f"+{item}" if item.startswith("+medplay.") else item for item in overrides]
+    return [item if _hydra_checked(item) else "++" + item.lstrip("+") for item in overrides]
+
+
+def _hydra_checked(override: str) -> bool:
+    """True for an override left as written: `~KEY`, a group choice, an `sft.`/`hydra.` key."""
+    key = override.split("=", 1)[0].lstrip("+")
+    return override.startswith("~") or "=" not in override or key.split(".", 1)[0] in _HYDRA_CHECKED
 
 
 def compose_raw(overrides: Sequence[str]) -> DictConfig:

@@ -3,8 +3,9 @@
 Keys that verl 0.9.1's own `ppo_trainer` does not define are typos, unless listed: Hydra accepts a
 `+key=value` override and any key a profile file adds, so `trainer.totl_epochs` in a profile would
 otherwise be ignored without a word. A few verl values medplay cannot run without are checked too
-(`REQUIRED`), and the numbers a run cannot start with (`POSITIVE`: a learning rate of 0 or less, an empty
-prompt or response). `medplay:` is checked by its schema, `settings.py`; `check_config` runs both at once.
+(`REQUIRED`), values of another type than verl's YAML gives them (`wrong_types`: text where verl has a number),
+the numbers a run cannot start with (`POSITIVE`: a learning rate of 0 or less, an empty prompt or response) and
+a prompt cap that cannot hold a rewrite (`length_problems`). `medplay:` is checked by its schema, `settings.py`; `check_config` runs both at once.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import difflib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from medical_team.verl_ext.verl_version import VERL_VERSION
 
@@ -57,6 +58,10 @@ POSITIVE = {
     "data.train_batch_size": "seed rows per step",
     "actor_rollout_ref.rollout.n": "games per seed row",
     "trainer.total_epochs": "epochs",
+}
+# verl numbers that are null (unset) or above 0: key -> what it is.
+POSITIVE_OR_NULL = {
+    "trainer.total_training_steps": "training steps",
 }
 
 
@@ -107,9 +112,46 @@ def verl_value_problems(config: DictConfig) -> list[str]:
             problems.append(f"{key}: {_shown(found)}; {why}: set {key}={_shown(value)}")
     for key, what in POSITIVE.items():
         found = OmegaConf.select(config, key)
-        if isinstance(found, bool) or not isinstance(found, int | float) or not found > 0:
+        if not _is_number(found) or not found > 0:
             problems.append(f"{key}: {_shown(found)}; {what} must be a number above 0")
+    for key, what in POSITIVE_OR_NULL.items():
+        found = OmegaConf.select(config, key)
+        if found is not None and (not _is_number(found) or not found > 0):
+            problems.append(f"{key}: {_shown(found)}; {what}: null or a number above 0")
     return problems
+
+
+def wrong_types(config: DictConfig, base: DictConfig) -> list[str]:
+    """One problem line per key whose value verl could not use as its own YAML types it: a number where verl has a
+    number, true or false where verl has a flag (null stays allowed: verl reads it as unset)."""
+    problems = []
+    for path in _key_paths(base):
+        expected = OmegaConf.select(base, path)
+        if path.startswith(_FREE_SUBKEYS) or isinstance(expected, DictConfig | ListConfig) or expected is None:
+            continue
+        found = OmegaConf.select(config, path, default=None)
+        if found is None:
+            continue
+        if isinstance(expected, bool) and not isinstance(found, bool):
+            problems.append(f"{path}: {_shown(found)}; verl expects true or false")
+        elif _is_number(expected) and not _is_number(found):
+            problems.append(f"{path}: {_shown(found)}; verl expects a number")
+    return problems
+
+
+def _is_number(value: object) -> bool:
+    """An int or a float, not a bool."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def length_problems(config: DictConfig) -> list[str]:
+    """The prompt cap below the response cap: the assessor reads a rewrite of up to `data.max_response_length`
+    tokens plus its instructions (the exact check, in the policy's tokens, runs in `medplay train` before Ray)."""
+    prompt, response = (OmegaConf.select(config, key) for key in ("data.max_prompt_length", "data.max_response_length"))
+    if _is_number(prompt) and _is_number(response) and 0 < prompt <= response:
+        why = f"the assessor's prompt holds its instructions and a rewrite of up to data.max_response_length={response}"
+        return [f"data.max_prompt_length: {prompt}; {why} tokens: raise it above {response}"]
+    return []
 
 
 def check_config(config: DictConfig) -> SelfPlaySettings:
@@ -126,5 +168,12 @@ def _shown(value: object) -> str:
 
 
 def verl_problems(config: DictConfig, base: DictConfig | None = None) -> list[str]:
-    """Every problem of verl's part of `config`: keys verl does not define, then values medplay needs."""
-    return [*unknown_verl_keys(config, base), *verl_value_problems(config)]
+    """Every problem of verl's part of `config`: keys verl does not define, values of the wrong type, then values
+    medplay needs."""
+    base = base if base is not None else verl_base_config()
+    return [
+        *unknown_verl_keys(config, base),
+        *wrong_types(config, base),
+        *verl_value_problems(config),
+        *length_problems(config),
+    ]

@@ -92,6 +92,27 @@ def test_broken_csv_stops_the_pipeline_on_the_cluster_in_ray_address_with_the_co
     ]
 
 
+def test_a_settings_files_mistakes_stop_the_pipeline_at_the_probe_all_at_once(appliance, tmp_path):
+    settings = tmp_path / "run.yaml"
+    settings.write_text("medplay:\n  rewards: {scheme: foo}\ntrainer: {totl_epochs: 2}\n")
+    appliance.env["MEDPLAY_RUN_CONFIG"] = str(settings)
+
+    result = appliance.run("train", "actor_rollout_ref.actor.optim.lr=-1")
+
+    assert result.returncode == 2, result.stdout[-5000:]
+    assert f"settings file {settings}: 2 settings (the overrides of train win)" in result.stdout
+    probe_log = appliance.log("pipeline", "probe.log")
+    for problem in (
+        "medplay.rewards.scheme: 'foo' must be one of",
+        "trainer.totl_epochs: verl 0.9.1 does not define this key; did you mean trainer.total_epochs?",
+        "actor_rollout_ref.actor.optim.lr: -1; the actor's learning rate must be a number above 0",
+    ):
+        assert problem in probe_log
+    assert "step probe failed with exit status 2" in result.stdout
+    # Nothing after the probe ran: no Ray, no judge, no conversion.
+    assert sorted(path.name for path in (appliance.logs / "pipeline").iterdir()) == ["probe.log"]
+
+
 def package_with_yaml_judge_backend(root: Path, backend: str) -> Path:
     """A copy of the medplay package whose cpu-smoke profile sets `medplay.judge.backend` (no override string)."""
     shutil.copytree(REPO / "medical_team", root / "medical_team", symlinks=True,

@@ -77,6 +77,14 @@ def test_rules_runs_are_warned_about(capsys) -> None:
     assert capsys.readouterr().err.startswith("medplay: warning: judge backend is `rules`: no model reads the rewrites")
 
 
+def test_a_judge_server_without_its_url_is_refused_by_the_run_plan_not_the_settings() -> None:
+    from medical_team.launcher.judge_run import check_judge
+
+    settings = packaged_judge_settings(backend="http")  # the container's pipeline sets the URL once its server is up
+    with pytest.raises(UserInputError, match="field 'medplay.judge.url': required when judge.backend is http"):
+        check_judge(settings)
+
+
 def test_config_get_shows_the_model_judge_of_gpu_profiles(capsys) -> None:
     assert main(["config", "get", "medplay.judge.backend", "medplay.judge.model", "profile=80g"]) == 0
     assert capsys.readouterr().out.splitlines() == ["vllm", "/models/google/medgemma-4b-it"]

@@ -67,6 +67,15 @@ BAD_CONFIGS = [
     ("actor_rollout_ref.actor.optim.lr=0", "actor_rollout_ref.actor.optim.lr: 0; the actor's learning rate must be"),
     ("data.max_response_length=abc", "data.max_response_length: abc; the response's length cap in tokens must be"),
     ("actor_rollout_ref.rollout.n=0", "actor_rollout_ref.rollout.n: 0; games per seed row must be a number above 0"),
+    ("trainer.total_training_steps=abc", "trainer.total_training_steps: abc; training steps: null or a number above 0"),
+    # verl's part: values of another type than verl's YAML gives them
+    ("actor_rollout_ref.rollout.temperature=hot", "actor_rollout_ref.rollout.temperature: hot; verl expects a number"),
+    ("trainer.val_before_train=1", "trainer.val_before_train: 1; verl expects true or false"),
+    # a prompt cap that cannot hold a rewrite (cpu-smoke's response cap: 48 tokens)
+    ("data.max_prompt_length=40", "data.max_prompt_length: 40; the assessor's prompt holds its instructions and"),
+    # a key nobody defines, without `+`: named with the others, not Hydra's first refusal alone
+    ("trainer.totl_epochs=2", "trainer.totl_epochs: verl 0.9.1 does not define this key; did you mean"),
+    ("medplay.stop_grace=3", "medplay.stop_grace: unknown key; did you mean medplay.stop_grace_s?"),
 ]
 
 
@@ -126,6 +135,23 @@ def test_the_plan_refuses_what_train_refuses(tmp_path, capsys: pytest.CaptureFix
     err = capsys.readouterr().err
     assert "medplay.rewards.scheme: 'foo' must be one of" in err and "optim.lr: -1; the actor's learning rate" in err
     assert not (tmp_path / "plan.json").exists()
+
+
+def test_config_get_and_the_probe_refuse_what_train_refuses(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    mistakes = ["trainer.totl_epochs=2", "medplay.rewards.scheme=foo", "actor_rollout_ref.actor.optim.lr=-1"]
+    found = [
+        "did you mean trainer.total_epochs?",
+        "medplay.rewards.scheme: 'foo' must be one of",
+        "optim.lr: -1; the actor's learning rate",
+    ]
+    assert main(["config", "get", "trainer.total_epochs", "profile=cpu-smoke", *mistakes]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == "" and all(text in captured.err for text in found)
+    # The probe on this CPU host checks the settings it is given as `medplay train` would, before any work.
+    assert main(["probe", "--output", str(tmp_path / "probe.json"), *mistakes]) == 2
+    err = capsys.readouterr().err
+    assert all(text in err for text in found), err
+    assert not (tmp_path / "probe.json").exists()
 
 
 def test_verls_legacy_trainer_is_refused_before_ray(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
