@@ -116,8 +116,9 @@ def prepare(kit: Kit) -> dict[str, Any]:
             build_random_qwen3_4b(kit.model, tokenizer_dir)
     if not (kit.judge / "config.json").is_file():
         from medical_team.models import gemma3
+        from medical_team.models.gemma3_tokenizer import judge_tokenizer
 
-        tokenizer = gemma3.judge_tokenizer(kit.work / "scratch")
+        tokenizer = judge_tokenizer(kit.work / "scratch")
         gemma3.build_random_judge(kit.judge, tokenizer, gemma3.judge_config(tokenizer), "cuda", "bfloat16")
     return {
         "data": str(data),

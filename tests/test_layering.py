@@ -1,15 +1,15 @@
-"""The package's layers: hardware -> data -> game -> judge -> models -> verl_ext -> launcher -> evaluate -> cli, each
-importing only layers before it.
+"""The package's layers: models -> hardware -> data -> game -> judge -> verl_ext -> launcher -> evaluate -> cli, each
+importing only layers before it (models imports none).
 
 Every `import` statement is read from the source (those inside functions too), so a lazy import
-that runs back up a layer is caught without running it. `evaluate` stands beside `verl_ext`, not on
-it: it reads checkpoints through `medical_team.checkpoint_folder`. The top-level modules (vocab,
-errors, console, stack, checkpoint_folder, judge_kinds, ...) sit below every layer; `hardware` (probe, memory plan,
-card emulation) is the lowest layer, `models` (real and tiny models prepared offline) sits below verl_ext. `verl_ext`
-holds what verl loads in its Ray workers; `launcher` (the `medplay train` process around them) sits above it, so no
-in-worker plugin imports launcher code. No module
-takes part in an import cycle. `data`, `game` and `judge`
-import no verl, Ray or vLLM, checked also by importing all their modules in a fresh interpreter.
+that runs back up a layer is caught without running it; `from package import module` counts as importing that module.
+`evaluate` stands beside `verl_ext`, not on it: it reads checkpoints through `medical_team.checkpoint_folder`. The
+top-level modules (vocab, errors, console, stack, checkpoint_folder, judge_kinds, ...) sit below every layer; `models`
+(real and tiny models prepared offline, and model shapes) is the lowest layer and `hardware` (probe, memory plan, card
+emulation) the next. `verl_ext` holds what verl loads in its Ray workers; `launcher` (the `medplay train` process
+around them) sits above it, so no in-worker plugin imports launcher code. No module takes part in an import cycle.
+`data`, `game` and `judge` import no verl, Ray or vLLM, checked also by importing all their modules in a fresh
+interpreter.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pytest
 import medical_team
 
 PACKAGE = Path(medical_team.__file__).resolve().parent
-LAYERS = ("hardware", "data", "game", "judge", "models", "verl_ext", "launcher", "evaluate", "cli")
+LAYERS = ("models", "hardware", "data", "game", "judge", "verl_ext", "launcher", "evaluate", "cli")
 # Layer -> the medplay layers it may import (top-level modules are open to all).
 ALLOWED = {layer: set(LAYERS[:index]) for index, layer in enumerate(LAYERS)}
 ALLOWED["evaluate"] -= {"verl_ext", "launcher"}
@@ -32,9 +32,13 @@ FRAMEWORK_FREE = ("data", "game", "judge")
 FRAMEWORKS = {"verl", "ray", "vllm"}
 
 
-def imported_modules(path: Path) -> set[str]:
-    """Absolute module names imported anywhere in a source file (relative imports are resolved)."""
-    package = ".".join(("medical_team", *path.relative_to(PACKAGE).parent.parts))
+def imported_modules(path: Path, root: Path = PACKAGE) -> set[str]:
+    """Absolute module names imported anywhere in a source file of the package at `root` (relative ones resolved).
+
+    `from package import name` yields both `package` and `package.name`: the latter is the module imported when
+    `name` is one (`_known` reduces it to `package` when it is not).
+    """
+    package = ".".join((root.name, *path.relative_to(root).parent.parts))
     names = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
@@ -42,9 +46,11 @@ def imported_modules(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
-                names.add(f"{base}.{node.module}" if node.module else base)
-            elif node.module:
-                names.add(node.module)
+                base = f"{base}.{node.module}" if node.module else base
+            else:
+                base = node.module
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
     return names
 
 
@@ -115,11 +121,30 @@ def test_framework_free_layers_pull_in_no_framework_when_imported() -> None:
 
 def test_no_module_takes_part_in_an_import_cycle() -> None:
     """Every import, lazy ones included, as an edge between the package's modules: the graph has no cycle."""
-    modules = {".".join(("medical_team", *path.relative_to(PACKAGE).with_suffix("").parts)): path
-               for path in PACKAGE.rglob("*.py")}  # fmt: skip
-    modules = {name.removesuffix(".__init__"): path for name, path in modules.items()}
+    assert not import_cycles(PACKAGE), import_cycles(PACKAGE)
+
+
+def test_the_cycle_check_sees_a_package_import_and_a_lazy_one(tmp_path: Path) -> None:
+    """`from package import module` at the top of one module and a relative import inside a function of the other."""
+    root = tmp_path / "pkg"
+    root.mkdir()
+    (root / "__init__.py").write_text("")
+    (root / "first.py").write_text("from pkg import second\nfrom pkg.helpers import VALUE\n")
+    (root / "second.py").write_text("def late() -> None:\n    from . import first\n")
+    (root / "helpers.py").write_text("VALUE = 1\n")
+    assert import_cycles(root) == ["pkg.first -> pkg.second -> pkg.first"]
+    (root / "second.py").write_text("def late() -> None:\n    from .helpers import VALUE\n")
+    assert import_cycles(root) == []
+
+
+def import_cycles(root: Path) -> list[str]:
+    """The import cycles among the modules of the package at `root`, each as `a -> b -> a`."""
+    modules = {".".join((root.name, *path.relative_to(root).with_suffix("").parts)).removesuffix(".__init__"): path
+               for path in root.rglob("*.py")}  # fmt: skip
     edges = {
-        name: {target for module in imported_modules(path) if (target := _known(module, modules)) not in (None, name)}
+        name: {
+            target for module in imported_modules(path, root) if (target := _known(module, modules)) not in (None, name)
+        }
         for name, path in modules.items()
     }
     state: dict[str, int] = {}  # 1: on the current path, 2: done
@@ -137,11 +162,11 @@ def test_no_module_takes_part_in_an_import_cycle() -> None:
     for name in sorted(modules):
         if name not in state:
             visit(name, [name])
-    assert not cycles, cycles
+    return cycles
 
 
 def _known(module: str, modules: dict[str, Path]) -> str | None:
-    """The package module an import names (`from pkg import mod` names pkg.mod when that is a module)."""
+    """The package module an import names: the longest prefix of `module` that is one (a name's own module)."""
     while module and module not in modules:
         module = module.rpartition(".")[0]
     return module or None

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from medical_team.configs import profile_file
-from medical_team.hardware.memory_plan import MEDGEMMA_4B, VLLM_OVERHEAD_GIB, vllm_quantization
+from medical_team.hardware.memory_plan import VLLM_OVERHEAD_GIB, vllm_quantization
+from medical_team.models.shape import MEDGEMMA_4B
 
 if TYPE_CHECKING:
     from medical_team.hardware.memory_plan import MemoryPlan

@@ -2,7 +2,8 @@
 
 The default judge is MedGemma 4B (google/medgemma-4b-it): Gemma3ForConditionalGeneration, a Gemma 3
 decoder with a SigLIP vision tower. `build_random_judge` writes a randomly initialised model of that
-class (any size) with the Gemma 3 tokenizer and the processor vLLM needs to serve it.
+class (any size) with the Gemma 3 tokenizer (`gemma3_tokenizer.judge_tokenizer`) and the processor vLLM needs
+to serve it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+
+from medical_team.models.shape import MEDGEMMA_4B
 
 # Gemma's turns: `<start_of_turn>user|model`, text, `<end_of_turn>`; a system message opens the first user turn.
 CHAT_TEMPLATE = (
@@ -34,9 +37,8 @@ BEGIN_IMAGE = "<start_of_image>"
 END_IMAGE = "<end_of_image>"
 IMAGE_TOKENS = {"image_token": IMAGE_TOKEN, "boi_token": BEGIN_IMAGE, "eoi_token": END_IMAGE}
 HUB_VISION_PREFIX = "vision_tower.vision_model."  # where google/medgemma-4b-it keeps its SigLIP tower
-TOKENIZER_MODEL = "gemma3-270m"  # the registry model whose GGUF carries the Gemma 3 tokenizer
 
-# MedGemma 4B's parts beyond the text decoder (whose shape is medical_team.hardware.memory_plan.MEDGEMMA_4B), as in
+# MedGemma 4B's parts beyond the text decoder (whose shape is medical_team.models.shape.MEDGEMMA_4B), as in
 # google/medgemma-4b-it's config.json (the same as google/gemma-3-4b-it's).
 MEDGEMMA_4B_TEXT = {
     "sliding_window": 1024,
@@ -80,24 +82,6 @@ TINY_VISION = {
 TINY_IMAGE_TOKENS = 16
 
 
-def judge_tokenizer(scratch: Path) -> Any:
-    """The real Gemma 3 tokenizer from the pinned GGUF package, with the multimodal tokenizer's image tokens.
-
-    The GGUF is joined from its chunk packages in `scratch` (and removed there after reading).
-    """
-    from medical_team.models.gguf_hf import build_tokenizer, read_vocabulary
-    from medical_team.models.packaged import locate
-    from medical_team.models.registry import get_model
-
-    model = get_model(TOKENIZER_MODEL)
-    path = locate(model.source, scratch)
-    try:
-        vocabulary = read_vocabulary(path)
-    finally:
-        path.unlink()
-    return build_tokenizer(vocabulary, model.tokens, model.chat_template, named_tokens=IMAGE_TOKENS)
-
-
 def judge_config(tokenizer: Any, *, tiny: bool = False, vision: bool = True) -> Any:
     """A Gemma3Config of MedGemma 4B's shape (or the tiny one) whose token ids are the tokenizer's.
 
@@ -105,8 +89,6 @@ def judge_config(tokenizer: Any, *, tiny: bool = False, vision: bool = True) -> 
     Gemma 3 vision model imports torchvision, which the CPU environment leaves out.
     """
     from transformers import Gemma3Config, Gemma3TextConfig, SiglipVisionConfig
-
-    from medical_team.hardware.memory_plan import MEDGEMMA_4B
 
     if tiny:
         text, tower, image_tokens = TINY_TEXT, TINY_VISION, TINY_IMAGE_TOKENS

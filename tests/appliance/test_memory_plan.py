@@ -21,20 +21,16 @@ from medical_team.cli import main
 from medical_team.cli.probe import compose_plan
 from medical_team.hardware.memory_plan import (
     CHUNK_COPIES,
-    GIB,
-    MEDGEMMA_4B,
     MIB,
-    QWEN3_4B,
     VLLM_OVERHEAD_GIB,
     forward_activations_gib,
     memory_plan,
-    model_shape,
     plan_inputs,
-    shape_from_config,
     training_activations_gib,
 )
 from medical_team.hardware.probe import PROFILES, assess
 from medical_team.launcher.launch import compose_config
+from medical_team.models.shape import GIB, MEDGEMMA_4B, QWEN3_4B, model_shape, shape_from_config
 
 GPU_PROFILES = ["24g", "48g", "80g", "96g", "141g"]
 # Run 2's command line (run2-rules-judge/train.log): profile 80g as shipped at dd73a78 plus these overrides.

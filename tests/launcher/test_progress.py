@@ -51,18 +51,34 @@ def test_the_clock_shows_the_time_so_far_and_an_estimate_of_the_rest() -> None:
 def test_only_steps_appended_after_the_start_are_shown(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     metrics = tmp_path / "metrics.jsonl"
     metrics.write_text(record(1, **{"timing_s/step": 9.0}))  # an earlier run's step (resume)
-    with StepProgress(metrics, total_steps=3, poll_s=0.05, clock=lambda: 100.0), metrics.open("a") as handle:
+    progress = StepProgress(metrics, total_steps=3, poll_s=3600, clock=lambda: 100.0)  # polled by hand below
+    with progress, metrics.open("a") as handle:
         handle.write(record(2, **{"timing_s/step": 2.0}))
         handle.flush()
-        time.sleep(0.3)
+        progress.poll()
         handle.write(record(3, **{"timing_s/step": 3.0})[:10])  # a line still being written
         handle.flush()
-        time.sleep(0.3)
+        progress.poll()
         assert capsys.readouterr().out.splitlines() == [
             "step 2/3 [#############-------]  2.0 s  elapsed 0:00  ETA 0:02"  # the earlier run's 9 s not counted
         ]
         handle.write(record(3, **{"timing_s/step": 3.0})[10:])
     assert capsys.readouterr().out.splitlines() == ["step 3/3 [####################]  3.0 s  elapsed 0:00"]
+
+
+def test_the_thread_says_a_step_while_training_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.touch()
+    said: list[str] = []
+    with StepProgress(metrics, total_steps=2, poll_s=0.05, clock=lambda: 0.0), metrics.open("a") as handle:
+        handle.write(record(1, **{"timing_s/step": 2.0}))
+        handle.flush()
+        deadline = time.monotonic() + 60  # a hang guard: the thread polls every 0.05 s
+        while not said and time.monotonic() < deadline:
+            time.sleep(0.05)
+            said.extend(capsys.readouterr().out.splitlines())
+        assert said == ["step 1/2 [##########----------]  2.0 s  elapsed 0:00  ETA 0:02"]
+    assert capsys.readouterr().out == ""  # said once: the last poll at the end finds nothing new
 
 
 def test_a_line_that_is_no_record_is_named_by_its_line_in_the_file(
@@ -80,9 +96,9 @@ def test_a_line_that_is_no_record_is_named_by_its_line_in_the_file(
 
 
 def test_a_missing_metrics_file_shows_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    with StepProgress(tmp_path / "absent.jsonl", total_steps=None, poll_s=0.05):
-        time.sleep(0.1)
-    assert capsys.readouterr().out == ""
+    with StepProgress(tmp_path / "absent.jsonl", total_steps=None, poll_s=3600) as progress:  # polled by hand
+        progress.poll()
+    assert capsys.readouterr() == ("", "")
 
 
 def test_a_firing_collapse_alarm_is_a_warning_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -229,19 +229,26 @@ def test_the_judges_server_starts_beside_the_trainer_and_is_awaited_at_the_first
     port = _free_port()
     (tmp_path / "v1").mkdir()
     (tmp_path / "v1" / "models").write_text("{}")
-    slow = f"import runpy, sys, time; time.sleep(3); sys.argv = ['http.server', '{port}', '--bind', '127.0.0.1', '--directory', '{tmp_path}']; runpy.run_module('http.server', run_name='__main__')"
-    monkeypatch.setattr(served_judge, "vllm_command", lambda *args, **kwargs: [sys.executable, "-c", slow])
+    go = tmp_path / "go"
+    # The stand-in answers once the test creates `go` (without it, it exits after 120 s and the run fails).
+    held = (
+        f"import pathlib, runpy, sys, time; go = pathlib.Path('{go}'); deadline = time.monotonic() + 120\n"
+        "while not go.exists() and time.monotonic() < deadline: time.sleep(0.05)\n"
+        "if not go.exists(): sys.exit(9)\n"
+        f"sys.argv = ['http.server', '{port}', '--bind', '127.0.0.1', '--directory', '{tmp_path}']\n"
+        "runpy.run_module('http.server', run_name='__main__')"
+    )
+    monkeypatch.setattr(served_judge, "vllm_command", lambda *args, **kwargs: [sys.executable, "-c", held])
     monkeypatch.setattr(served_judge, "free_port", lambda: port)
     config, settings = served_judge_run(tmp_path)
-    started = time.monotonic()
     with served_judge.serve_judge(config, settings) as server:
-        assert time.monotonic() - started < 2  # not waited for: Ray and the workers start meanwhile
+        # Back while its server cannot answer: not waited for (Ray and the workers start meanwhile).
         assert config.medplay.judge.url == server.url
-        assert not answers(server.url)
+        assert not server.ready.is_set() and not answers(server.url)
+        go.touch()
         wait_until_served(server.url, timeout_s=60)  # what the first judged game does
-        waited = time.monotonic() - started
-        time.sleep(2.5)  # the launcher's thread polls every second before it says "ready"
-    assert waited >= 3
+        assert answers(server.url)
+        assert server.ready.wait(60)  # the launcher's thread polls every second, says "ready", then sets it
     out = capsys.readouterr().out
     assert "medplay: judge server: starting vLLM for" in out and "medplay: judge server: ready after" in out
 

@@ -9,16 +9,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from medical_team.hardware.memory_plan import MEDGEMMA_4B, shape_from_config
 from medical_team.models import gemma3
+from medical_team.models.gemma3_tokenizer import judge_tokenizer
 from medical_team.models.packaged import locate, sha256_of
 from medical_team.models.registry import MODELS
+from medical_team.models.shape import MEDGEMMA_4B, shape_from_config
 
 
 @pytest.fixture(scope="module")
 def tokenizer(tmp_path_factory):
     """The judge's Gemma 3 tokenizer, read from the GGUF joined out of the installed chunk packages."""
-    return gemma3.judge_tokenizer(tmp_path_factory.mktemp("scratch"))
+    return judge_tokenizer(tmp_path_factory.mktemp("scratch"))
 
 
 def test_the_chunks_join_into_the_pinned_gguf(tmp_path):

@@ -1,0 +1,3 @@
+"""Hooks for every test run: a test marked `long` is also `e2e` or `slow` (tests/long_markers.py)."""
+
+from long_markers import pytest_make_collect_report  # noqa: F401 (a hook: pytest finds it by its name here)
