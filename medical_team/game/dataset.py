@@ -31,6 +31,7 @@ VAL_PARQUET = "val.parquet"
 BENCHMARK_PARQUET = "benchmark.parquet"
 TRAIN_JSONL = "train.jsonl"
 REPORT_JSON = "dataset_report.json"
+MEDEC_SHAPE = "medec"  # the report's `input_shape` for MEDEC CSVs (plain notes: game/plain_dataset.py)
 DEFAULT_VAL_RATIO = 0.1
 
 
@@ -108,7 +109,13 @@ def build_game_dataset(notes: Sequence[MedecNote], options: ConvertOptions = Con
         raise UserInputError(
             "the input has no notes with Error Flag 1 (and clean notes are not included)", field="--input"
         )
-    groups = case_groups(notes)
+    return dataset_from_seeds(seeds, case_groups(notes), options)
+
+
+def dataset_from_seeds(
+    seeds: Sequence[GameSeed], groups: dict[str, str], options: ConvertOptions = ConvertOptions()
+) -> GameDataset:
+    """These seeds split by case group (note id -> group id) with `options.seed`, as verl rows."""
     split = split_seeds(seeds, groups, options.val_ratio, options.seed)
     split_of = {id(seed): VAL for seed in split.val}
     rows = [
@@ -166,7 +173,7 @@ def convert_medec(
 ) -> dict[str, Any]:
     """Load MEDEC CSVs, write train/val/benchmark/SFT parquet, train JSONL and the report; return the report."""
     output_dir = Path(output_dir)
-    _prepare_output(output_dir)
+    prepare_output(output_dir)
     loaded = [load_medec(path, options.encoding) for path in inputs]
     _check_unique_ids(loaded)
     bench = load_medec(benchmark, options.encoding)
@@ -174,29 +181,55 @@ def convert_medec(
     notes = [note for result in loaded for note in result.notes]
     dataset = build_game_dataset(notes, options)
     benchmark_rows = build_benchmark(bench.notes[: options.benchmark_notes])
+    files = write_game_files(output_dir, dataset, benchmark_rows, options.benign_mode)
+    report = _report(options, loaded, bench, dataset, files)
+    report["long_notes"] = long_notes_report([*notes, *bench.notes[: options.benchmark_notes]])
+    write_report(output_dir, report)
+    return report
 
+
+def write_game_files(
+    output_dir: Path,
+    dataset: GameDataset,
+    benchmark_rows: Sequence[Row],
+    benign_mode: BenignAttackMode,
+    *,
+    sft: bool = True,
+) -> dict[str, int]:
+    """Write the train/val/benchmark parquet, the train JSONL and (when `sft`) the SFT files; rows per file.
+
+    Without `sft`, SFT files of an earlier conversion into `output_dir` are removed: `medplay sft` must not train
+    on data other than this conversion's.
+    """
     write_verl_parquet(dataset.train_rows, output_dir / TRAIN_PARQUET)
     write_verl_parquet(dataset.val_rows, output_dir / VAL_PARQUET)
     write_verl_parquet(benchmark_rows, output_dir / BENCHMARK_PARQUET)
     jsonl = (to_openrlhf(seed, _jsonl_extra(row)) for seed, row in zip(dataset.train, dataset.train_rows))
     write_openrlhf_jsonl(jsonl, output_dir / TRAIN_JSONL)
-    # The format warm start (`medplay sft`) learns from the train split only; val gives a held-out loss.
-    sft = {
-        SFT_TRAIN_PARQUET: sft_rows(dataset.train, TRAIN, options.benign_mode),
-        SFT_VAL_PARQUET: sft_rows(dataset.val, VAL, options.benign_mode),
+    files = {
+        TRAIN_PARQUET: len(dataset.train_rows),
+        VAL_PARQUET: len(dataset.val_rows),
+        BENCHMARK_PARQUET: len(benchmark_rows),  # --benchmark-notes may keep fewer than the file has
+        TRAIN_JSONL: len(dataset.train_rows),
     }
-    for name, rows in sft.items():
-        write_sft_parquet(rows, output_dir / name)
+    if sft:
+        # The format warm start (`medplay sft`) learns from the train split only; val gives a held-out loss.
+        for name, seeds, split in ((SFT_TRAIN_PARQUET, dataset.train, TRAIN), (SFT_VAL_PARQUET, dataset.val, VAL)):
+            rows = sft_rows(seeds, split, benign_mode)
+            write_sft_parquet(rows, output_dir / name)
+            files[name] = len(rows)
+    else:
+        for name in (SFT_TRAIN_PARQUET, SFT_VAL_PARQUET):
+            (output_dir / name).unlink(missing_ok=True)
+    return files
 
-    report = _report(options, loaded, bench, dataset)
-    report["files"].update({name: len(rows) for name, rows in sft.items()})
-    report["files"][BENCHMARK_PARQUET] = len(benchmark_rows)  # --benchmark-notes may keep fewer than the file has
-    report["long_notes"] = long_notes_report([*notes, *bench.notes[: options.benchmark_notes]])
+
+def write_report(output_dir: Path, report: dict[str, Any]) -> None:
+    """`dataset_report.json` in `output_dir`."""
     (output_dir / REPORT_JSON).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return report
 
 
-def _prepare_output(output_dir: Path) -> None:
+def prepare_output(output_dir: Path) -> None:
     """Create the output directory, or raise a `UserInputError` saying why it cannot be used."""
     try:
         output_dir.mkdir(parents=True, exist_ok=True)
@@ -252,12 +285,15 @@ def _check_benchmark_separate(
 
 
 def _report(
-    options: ConvertOptions, loaded: Sequence[LoadResult], bench: LoadResult, dataset: GameDataset
+    options: ConvertOptions,
+    loaded: Sequence[LoadResult],
+    bench: LoadResult,
+    dataset: GameDataset,
+    files: dict[str, int],
 ) -> dict[str, Any]:
     """The dataset report as a JSON-able dict (no paths or times, so equal inputs give equal reports)."""
-    seeds = dataset.train + dataset.val
-    types = case_error_types(seeds)
     return {
+        "input_shape": MEDEC_SHAPE,
         "options": {
             "seed": options.seed,
             "val_ratio": options.val_ratio,
@@ -267,15 +303,19 @@ def _report(
         },
         "inputs": [file_summary(result) for result in loaded],
         "benchmark": file_summary(bench),
+        **seed_report(dataset),
+        "files": files,
+    }
+
+
+def seed_report(dataset: GameDataset) -> dict[str, Any]:
+    """The report's `seeds` (per category x error type) and `splits` (per split) entries."""
+    seeds = dataset.train + dataset.val
+    types = case_error_types(seeds)
+    return {
         "seeds": {"total": len(seeds), "by_category": seed_table(seeds, types)},
         "splits": {
             TRAIN: split_summary(dataset.train, dataset.groups, types),
             VAL: split_summary(dataset.val, dataset.groups, types),
-        },
-        "files": {
-            TRAIN_PARQUET: len(dataset.train_rows),
-            VAL_PARQUET: len(dataset.val_rows),
-            BENCHMARK_PARQUET: len(bench.notes),
-            TRAIN_JSONL: len(dataset.train_rows),
         },
     }

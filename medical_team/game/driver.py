@@ -7,7 +7,7 @@ model answers, how it renders and cuts its prompt, how the judge is reached):
     game = await play_game(seed, generate, judge, config)
     game.turns       # the attacker's turn (adversarial games), then the assessor's; what generate returned
     game.outcome     # truth, verdict, both roles' rewards (`GameOutcome`), the input of `game_metrics`
-    game.trace(...)  # the input of the collapse monitors
+    game.trace(...)  # the input of the collapse monitors and the step's game records
 """
 
 from __future__ import annotations
@@ -91,6 +91,7 @@ class PlayedGame(Generic[G]):
             attacker_tokens=None if attacker is None else tokens(attacker),
             assessor_tokens=tokens(assessor),
             response_cap=response_cap,
+            assessor_response=assessor.response,
         )
 
 

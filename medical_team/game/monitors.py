@@ -27,13 +27,14 @@ _WORD = re.compile(r"\w+|[^\w\s]")
 
 @dataclass(frozen=True)
 class GameTrace:
-    """What the monitors read of one played game besides its outcome: the texts and the response lengths."""
+    """One played game besides its outcome: its texts and response lengths (the monitors; the step's game records)."""
 
     seed_text: str
     rewrite: str | None  # the note the attacker wrote (its parsed answer); None in vanilla games
     attacker_tokens: int | None  # response tokens of the attacker's turn; None in vanilla games
     assessor_tokens: int
     response_cap: int  # the most response tokens one turn may have (a turn this long hit the cap)
+    assessor_response: str  # the assessor's raw response (`game_records.py`; the monitors do not read it)
 
     def to_record(self) -> dict[str, Any]:
         """JSON-able dict; inverse of `from_record`."""

@@ -15,14 +15,29 @@ import importlib.resources
 import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from medical_team.configs import PROFILE_GROUP, profile_file
-from medical_team.data.records import MedecNote
 from medical_team.game.prompts import assessor_messages
 
 MAX_CHARS_PER_TOKEN = 6.5
 SHOWN = 5  # notes named on the console; the report lists them all
+
+
+class LocatedNote(Protocol):
+    """What the check reads of a note (a `MedecNote` has it): its id, its text and where it is."""
+
+    @property
+    def text_id(self) -> str: ...
+
+    @property
+    def text(self) -> str: ...
+
+    @property
+    def source_file(self) -> str: ...
+
+    @property
+    def source_row(self) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -30,17 +45,15 @@ class LongNote:
     """A note whose prompt cannot fit `prompt_length` tokens: where it is, its length, and its fewest tokens."""
 
     file: str
-    row: int  # 1-based data row of its file
+    row: int | None  # 1-based data row of its file; None for a note that is a whole file (a plain .txt note)
     text_id: str
     characters: int  # of the assessor's prompt over it (system prompt, question, note)
     min_tokens: int
 
     def line(self) -> str:
         """`file row N (Text ID x): C characters, at least T tokens`."""
-        return (
-            f"{self.file} row {self.row} (Text ID {self.text_id}): {self.characters} characters, "
-            f"at least {self.min_tokens} tokens"
-        )
+        where = self.file if self.row is None else f"{self.file} row {self.row}"
+        return f"{where} (Text ID {self.text_id}): {self.characters} characters, at least {self.min_tokens} tokens"
 
 
 def largest_prompt_length() -> int:
@@ -61,7 +74,7 @@ def _profile_prompt_length(name: str) -> int:
     return int(found)
 
 
-def long_notes(notes: Iterable[MedecNote], prompt_length: int) -> list[LongNote]:
+def long_notes(notes: Iterable[LocatedNote], prompt_length: int) -> list[LongNote]:
     """The notes whose assessor prompt has more than MAX_CHARS_PER_TOKEN x `prompt_length` characters."""
     found = []
     for note in notes:
@@ -72,7 +85,7 @@ def long_notes(notes: Iterable[MedecNote], prompt_length: int) -> list[LongNote]
     return found
 
 
-def long_notes_report(notes: Iterable[MedecNote]) -> dict[str, Any]:
+def long_notes_report(notes: Iterable[LocatedNote]) -> dict[str, Any]:
     """The dataset report's `long_notes`: the bound used and every note over it."""
     limit = largest_prompt_length()
     return {

@@ -83,6 +83,13 @@ class GuardSettings:
 
 
 @dataclass(frozen=True)
+class ReportSettings:
+    """`medplay.report`: what the trainer keeps for `medplay report`'s page."""
+
+    games_per_step: int = at_least(0)  # games recorded per step with their texts (game/game_records.py); 0: none
+
+
+@dataclass(frozen=True)
 class ModelSettings:
     """`medplay.model`: the policy."""
 
@@ -98,6 +105,7 @@ class SelfPlaySettings(Rules):
     data_dir: str = _path()
     metrics_file: str = _path()
     validation_dir: str = _path()
+    report: ReportSettings
     training_mode: TrainingMode
     adversarial_games: bool  # False plays every row as a vanilla game (assessor only)
     seeded_sampling: bool  # a seed per generation request and rows in data-row order: runs that repeat themselves

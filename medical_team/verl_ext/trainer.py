@@ -15,6 +15,9 @@ consecutive steps with a non-finite loss or reward stop the run, naming the last
 With a model judge, the gold probes the agent loops sent along are counted (`judge/gold_count`,
 `judge/gold_accuracy`) and `medplay.judge.gold_accuracy_floor` stops the run once the step is logged.
 
+Every step also writes `medplay.report.games_per_step` of its games, with their texts, to `games/step_<N>.jsonl`
+beside the metrics file before the step is committed (`medical_team.game.game_records`, for `medplay report`).
+
 Every step also logs the collapse monitors (`medical_team.game.monitors`) and, per configured alarm,
 `alarm/<name>` (steps in a row past its threshold); an alarm that fires is logged as a warning, and
 with `medplay.monitors.action=stop` the step's checkpoint is saved and the run ends after the step,
@@ -50,6 +53,7 @@ from medical_team.benchmark_answers import STEP_FOLDER, generation_record, write
 from medical_team.checkpoint_folder import last_checkpoint, read_tracker
 from medical_team.game import GameOutcome, JudgeStats, game_metrics
 from medical_team.game.alarm import AlarmAction, CollapseAlarm
+from medical_team.game.game_records import games_folder, step_records
 from medical_team.game.monitors import collapse_monitors
 from medical_team.game.step_terms import with_step_terms
 from medical_team.judge.gold_probe import GoldFloor
@@ -58,6 +62,7 @@ from medical_team.verl_ext.benchmark_validation import benchmark_file, decoding_
 from medical_team.verl_ext.learning_probe import probe_metrics
 from medical_team.verl_ext.lora_export import export_lora
 from medical_team.verl_ext.reliability.checkpoints import StepCommits
+from medical_team.verl_ext.reliability.game_records_file import write_step_records
 from medical_team.verl_ext.reliability.graceful_stop import end_after_this_step, honour_stop_request
 from medical_team.verl_ext.reliability.guards import NonFiniteGuard
 from medical_team.verl_ext.reliability.metrics_file import use_appending_file_logger
@@ -163,12 +168,20 @@ class SelfPlayTrainer(PPOTrainerSync):
         if self._step_terms:
             outcomes = with_step_terms(outcomes, self.settings.rewards)
         metrics.update(game_metrics(outcomes, judge_stats))
+        self._record_games(global_steps, outcomes, games)
         if self._gold_floor is not None:
             metrics.update(self._gold_floor.observe(judge_stats.gold_count, judge_stats.gold_correct))
         metrics.update(sample_metrics(batch))
         metrics.update(probe_metrics(self.agent_loop_manager.drain_probe_observations()))
         self._observe_monitors(global_steps, outcomes, games, metrics)
         self._non_finite_guard.observe(global_steps, metrics, self._last_checkpoint())
+
+    def _record_games(self, step: int, outcomes: list[GameOutcome], games: list[StepGame]) -> None:
+        """Write `medplay.report.games_per_step` of the step's games with their texts, before the step is committed."""
+        limit = self.settings.report.games_per_step
+        if limit:
+            records = step_records(step, outcomes, [game.trace for game in games], limit)
+            write_step_records(games_folder(self.settings.metrics_file), step, records)
 
     def _take_games(self) -> None:
         """Add the games the workers settled since the last call to this step's games."""

@@ -103,10 +103,24 @@ def steps_in(metrics: Path) -> list[int]:
     return [json.loads(line)["step"] for line in metrics.read_text().splitlines() if line.strip()]
 
 
-def test_train_two_steps_onto_the_host_volumes(volumes):
-    status, output = finish(start(volumes, "train", "profile=cpu-smoke", "trainer.total_training_steps=2"))
+def run_once(volumes: Volumes, *command: str) -> tuple[int, str]:
+    """Run a command of the image to its end (a container that is removed); its status and output."""
+    done = engine("run", "--rm", *run_options(volumes), IMAGE, *command, timeout=600, check=False)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_train_two_steps_onto_the_host_volumes_then_export_and_report(volumes, tmp_path):
+    # The run's settings from a mounted settings file (docs/appliance.md); the command line's override wins.
+    settings = tmp_path / "run.yaml"
+    settings.write_text("profile: cpu-smoke\ntrainer:\n  total_training_steps: 5\n")
+    settings.chmod(0o644)
+    name = f"medplay-test-{uuid.uuid4().hex[:12]}"
+    engine("run", "-d", "--name", name, *run_options(volumes), "-v", f"{settings}:/config/run.yaml:ro", IMAGE,
+           "train", "trainer.total_training_steps=2")  # fmt: skip
+    status, output = finish(name)
 
     assert status == 0, output[-8000:]
+    assert "settings file /config/run.yaml: 2 settings" in output
     checkpoint = volumes.checkpoints / "global_step_2"
     assert (checkpoint / "actor").is_dir() and (volumes.checkpoints / "latest_checkpointed_iteration.txt").exists()
     metrics = volumes.checkpoints / "metrics.jsonl"
@@ -115,6 +129,15 @@ def test_train_two_steps_onto_the_host_volumes(volumes):
     assert record["image_tag"] == IMAGE and record["torch"].endswith("+cpu")
     for path in (checkpoint, metrics, volumes.logs / "probe.json", volumes.checkpoints / "data"):
         assert owned_by_the_image_user(path), path
+
+    # Two commands the entrypoint exposes beside `train`, on what the run left on the volumes.
+    status, output = run_once(volumes, "export", "--checkpoint", "/checkpoints", "--output", "/logs/export")
+    assert status == 0, output[-8000:]
+    assert "global_step_2" in output and (volumes.logs / "export" / "config.json").is_file()
+    assert "**Not for clinical decisions.**" in (volumes.logs / "export" / "README.md").read_text()
+    status, output = run_once(volumes, "report", "--metrics", "/checkpoints/metrics.jsonl", "--output", "/logs/report")
+    assert status == 0, output[-8000:]
+    assert (volumes.logs / "report" / "report.html").is_file() and (volumes.logs / "report" / "report.md").is_file()
 
 
 def test_stop_during_step_two_saves_a_checkpoint_and_a_second_run_resumes(volumes):

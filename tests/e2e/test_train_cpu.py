@@ -21,11 +21,13 @@ import psutil
 import pytest
 import torch
 from cpu_smoke import TRAIN_TIMEOUT_S, convert, full_log, metrics_by_step, train, train_command
+from omegaconf import OmegaConf
 from safetensors.torch import load_file
 from spec_names import ADVERSARIAL, GAME_MD_METRICS, MONITOR_METRICS, MONITOR_PLOT_LABELS
 
 from medical_team.checkpoint_folder import read_tracker
 from medical_team.cli import main
+from medical_team.game.game_records import games_folder, read_game_records
 from medical_team.launcher.shm_cleanup import remove_orphaned_segments, shm_segments
 from medical_team.verl_ext.reliability.checkpoints import COMPLETE_MARKER
 
@@ -166,6 +168,18 @@ def test_report_plots_the_collapse_monitors_of_the_run(run_root: Path, tmp_path:
     for name, labels in MONITOR_PLOT_LABELS.items():
         assert (tmp_path / f"{name}.png").stat().st_size > 0
         assert f"Series: {', '.join(labels)}." in page
+    html = (tmp_path / "report.html").read_text()
+    assert all(f'id="step-{step}"' in html for step in range(1, FINAL_STEPS + 1))
+
+
+def test_each_steps_games_are_recorded_once_and_bounded(run_root: Path) -> None:
+    limit = OmegaConf.load(run_root / "config.yaml").medplay.report.games_per_step
+    games = read_game_records(games_folder(run_root / "checkpoints" / "metrics.jsonl"))
+    assert sorted(games) == list(range(1, FINAL_STEPS + 1))
+    for step, data in metrics_by_step(run_root).items():
+        # every step's file holds min(limit, games played) records: a replayed step replaced its own
+        assert len(games[step]) == min(limit, int(data["game/games"])) > 0, (step, len(games[step]))
+        assert all(record.step == step and record.assessor_response for record in games[step])
 
 
 def test_both_roles_contributed_samples_in_adversarial_steps(run_root: Path) -> None:

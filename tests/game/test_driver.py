@@ -207,6 +207,7 @@ def test_the_trace_measures_each_turn_with_the_callers_length(seeds: list[GameSe
         trace = game.trace(lambda turn: len(turn.response), response_cap=99)
         assert trace.seed_text == game.seed.text and trace.response_cap == 99
         assert trace.assessor_tokens == len(game.turn(Role.ASSESSOR).response)
+        assert trace.assessor_response == game.turn(Role.ASSESSOR).response
         if game.seed.category.adversarial:
             assert trace.rewrite == game.note and trace.attacker_tokens == len(game.turn(Role.ATTACKER).response)
         else:

@@ -171,7 +171,7 @@ def test_a_diverse_step_resets_the_run_and_an_unmeasured_one_does_not(seeds: lis
 def test_lengths_and_the_cap(seeds: list) -> None:
     vanilla = next(s for s in seeds if not s.category.adversarial)
     unreadable = settle(vanilla, None, "no tags at all", None, GameConfig())
-    traces = [GameTrace("a b", "a c", 10, 64, 64), GameTrace("a b", None, None, 20, 64)]
+    traces = [GameTrace("a b", "a c", 10, 64, 64, ""), GameTrace("a b", None, None, 20, 64, "")]
     reading = collapse_monitors([unreadable, unreadable], traces, MAX_REWRITES)
     assert reading.values["attacker/response_length/mean"] == 10.0
     assert reading.values["assessor/response_length/mean"] == 42.0
@@ -188,7 +188,7 @@ def test_unknown_alarm_and_bad_patience_are_errors() -> None:
     with pytest.raises(ValueError, match="patience"):
         CollapseAlarm([], patience=0)
     with pytest.raises(ValueError, match="traces"):
-        collapse_monitors([], [GameTrace("a", None, None, 1, 2)], MAX_REWRITES)
+        collapse_monitors([], [GameTrace("a", None, None, 1, 2, "")], MAX_REWRITES)
 
 
 def verdict_step(seeds: list, *answers: str) -> MonitorReading:
@@ -196,7 +196,10 @@ def verdict_step(seeds: list, *answers: str) -> MonitorReading:
     vanilla = [s for s in seeds if not s.category.adversarial][: len(answers)]
     played = zip(vanilla, answers, strict=True)
     outcomes = [settle(seed, None, ANSWERS[answer], None, GameConfig()) for seed, answer in played]
-    traces = [GameTrace(seed.text, None, None, 8, CAP) for seed in vanilla]
+    traces = [
+        GameTrace(seed.text, None, None, 8, CAP, ANSWERS[answer])
+        for seed, answer in zip(vanilla, answers, strict=True)
+    ]
     return collapse_monitors(outcomes, traces, MAX_REWRITES)
 
 

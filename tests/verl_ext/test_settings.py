@@ -28,7 +28,8 @@ def test_defaults_are_valid_and_leave_other_keys_alone(section) -> None:
 
 
 def test_every_problem_is_named_at_once(section, medplay_section) -> None:
-    judge = {**medplay_section["judge"], "backend": "http", "url": None, "batch_size": 0}
+    # (`http` may leave its URL to the run plan, which the container's pipeline fills: launcher/judge_run.py)
+    judge = {**medplay_section["judge"], "backend": "vllm", "model": None, "batch_size": 0}
     del judge["timeout_s"]
     bad = section(
         training_mode="both",
@@ -42,7 +43,7 @@ def test_every_problem_is_named_at_once(section, medplay_section) -> None:
         "medplay.training_mode: 'both' must be one of joint, assessor, attacker",
         "medplay.rewards.scheme: 'sum'",
         "medplay.rewards.bonus: unknown key",
-        "medplay.judge.url: required",
+        "medplay.judge.model: required when judge.backend is vllm",
         "medplay.judge.batch_size: 0",
         # every judge key is required: its value lives in configs/medplay.yaml
         "medplay.judge.timeout_s: missing; expected a number of seconds > 0",

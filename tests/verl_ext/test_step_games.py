@@ -35,10 +35,10 @@ def test_step_deltas_are_each_trained_rows_step_terms() -> None:
             JudgeVerdict(True, True),
             BAND,
         )
-        trace = GameTrace(seed.text, seed.text, 5, 4, 48)
+        trace = GameTrace(seed.text, seed.text, 5, 4, 48, "x </think> <answer> verdict")
         row_keys = {"attacker": f"u{i}_attacker_0_0", "assessor": f"u{i}_assessor_0_0"} if i < 2 else {}
         games.append(StepGame.from_record(ledger_record(outcome.to_record(), trace.to_record(), row_keys)))
-    assert games[0].trace == GameTrace(seeds[0].text, seeds[0].text, 5, 4, 48)
+    assert games[0].trace == GameTrace(seeds[0].text, seeds[0].text, 5, 4, 48, "x </think> <answer> verdict")
     assert "outcome" not in games[0].outcome.attacker_terms  # settled per game without it
     # one seed each: the category's rate, 2 of 3 right -> 2 * min(2/3, 1/3); the third game's rows do not train.
     # ERROR answers: one of two broke a rule, so their mean format term is -FORMAT / 2 and the broken one's format
