@@ -7,13 +7,14 @@
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medical_team.cli.generation_options import add_generation_options, generation_settings, load_error, positive
+from medical_team.cli.judge_options import JudgeOptions
 from medical_team.errors import UserInputError
+from medical_team.judge_kinds import REACHABLE_BACKENDS
 
 if TYPE_CHECKING:
     from medical_team.evaluate.crossplay import Checkpoint
@@ -22,7 +23,17 @@ if TYPE_CHECKING:
     from medical_team.game.batch import Generator
     from medical_team.game.judging import Judge
 
-JUDGE_CHOICES = ("rules", "hf", "openai", "http")
+# The league's fixed judge: the judge commands' options, as --judge, --judge-model, --judge-url, --judge-api-key-env.
+LEAGUE_JUDGE = JudgeOptions(
+    REACHABLE_BACKENDS,
+    "rules",
+    "--crossplay judge backend (default rules)",
+    backend_flag="--judge",
+    prefix="--judge-",
+    noun="judge",
+    endpoint="its endpoint address",
+    runtime=False,
+)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -103,22 +114,14 @@ def _checkpoints(given: list[str]) -> list[Checkpoint]:
 
 def _judge(args: argparse.Namespace) -> tuple[Judge, str]:
     """The fixed judge of the league and its description; the rules judge unless another is named."""
-    if args.judge in ("openai", "http") and not args.judge_url:
-        raise UserInputError(f"judge {args.judge!r} needs its endpoint address", field="--judge-url")
-    if args.judge_url and not args.judge_url.startswith(("http://", "https://")):
-        raise UserInputError(f"{args.judge_url!r} is not an http(s) URL", field="--judge-url")
-    if args.judge == "openai" and not args.judge_model:
-        raise UserInputError("judge 'openai' needs the served model name", field="--judge-model")
-    if args.judge_api_key_env and not os.environ.get(args.judge_api_key_env):
-        raise UserInputError(f"environment variable {args.judge_api_key_env} is not set", field="--judge-api-key-env")
+    chosen = LEAGUE_JUDGE.choice(args)
     from medical_team.evaluate.generation import gpu_available
     from medical_team.judge.backends import Runtime, build_judge
     from medical_team.judge.settings import packaged_judge_settings
 
-    settings = packaged_judge_settings(backend=args.judge, model=args.judge_model, url=args.judge_url)
+    settings = packaged_judge_settings(**chosen.given())
     runtime = Runtime(
-        api_key=os.environ.get(args.judge_api_key_env) if args.judge_api_key_env else None,
-        device="cuda" if args.judge == "hf" and gpu_available() else "cpu",
+        api_key=chosen.api_key, device="cuda" if chosen.kind.loads_a_model_here and gpu_available() else "cpu"
     )
     try:
         judge = build_judge(settings, runtime)
@@ -218,13 +221,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="--crossplay games: a game parquet (val.parquet of `medplay convert`) or a MEDEC CSV, whose val split "
         "is drawn as `medplay convert` draws it (default: the bundled MEDEC-MS validation file's val split)",
     )
-    parser.add_argument(
-        "--judge", choices=JUDGE_CHOICES, default="rules", help="--crossplay judge backend (default rules)"
-    )
-    parser.add_argument("--judge-model", help="--judge hf: model folder or cached id; openai: the served model name")
-    parser.add_argument(
-        "--judge-url", help="--judge openai: e.g. http://127.0.0.1:8001/v1; http: a `medplay judge serve`"
-    )
-    parser.add_argument("--judge-api-key-env", metavar="VAR", help="--judge openai: environment variable with the key")
+    LEAGUE_JUDGE.add_to(parser)
     add_generation_options(parser)
     parser.set_defaults(run=run)

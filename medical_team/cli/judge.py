@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from medical_team.cli.judge_options import add_backend_arguments, judge_settings
+from medical_team.cli.judge_options import JudgeOptions, judge_settings
 from medical_team.errors import UserInputError
 from medical_team.judge.access import TOKEN_ENV
 from medical_team.judge_kinds import JUDGE_BACKENDS, LOCAL_BACKENDS, backend_kind
@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from medical_team.judge.app import ServerSettings
     from medical_team.judge.settings import JudgeSettings
 
-# The server's default backend: the YAML's (vllm) is served by `medplay train`, not behind this server.
-SERVER_DEFAULT_BACKEND = "rules"
+# The server's default backend is rules: the YAML's (vllm) is served by `medplay train`, not behind this server.
+SERVE_JUDGE = JudgeOptions(LOCAL_BACKENDS, "rules", "judge backend (default: rules)")
 
 
 def _server_settings(args: argparse.Namespace, judge: JudgeSettings) -> ServerSettings:
@@ -51,7 +51,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from medical_team.judge.scorer import JudgeScorer
     from medical_team.judge.serving import serve_forever
 
-    judge, runtime = judge_settings(args)
+    judge, runtime = judge_settings(args, SERVE_JUDGE)
     server = _server_settings(args, judge)
     try:
         rewards = RewardConfig(scheme=args.reward_scheme, localisation_bonus=args.localisation_bonus)
@@ -69,7 +69,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
 def run_kind(args: argparse.Namespace) -> int:
     """Print where the backend's verdicts are made (`medplay judge kind BACKEND`)."""
-    print(backend_kind(args.backend).where)
+    print(backend_kind(args.backend).where.value)
     return 0
 
 
@@ -78,16 +78,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     judge = subparsers.add_parser("judge", help="the judge that settles adversarial games")
     actions = judge.add_subparsers(dest="judge_command", required=True, metavar="ACTION")
     serve = actions.add_parser("serve", help="run the judge HTTP server (loopback by default)")
-    serve.add_argument(
-        "--backend", choices=LOCAL_BACKENDS, default=SERVER_DEFAULT_BACKEND, help="judge backend (default: rules)"
-    )
+    SERVE_JUDGE.add_to(serve)
     serve.add_argument(
         "--host",
         default="127.0.0.1",
         help=f"bind address (default: 127.0.0.1, loopback only; any other needs {TOKEN_ENV})",
     )
     serve.add_argument("--port", type=int, help="port (default: medplay.judge.server_port of configs/medplay.yaml)")
-    add_backend_arguments(serve)
     serve.add_argument("--max-body-bytes", type=int, help="largest request body (413 above; default 8 MiB)")
     serve.add_argument("--max-batch", type=int, help="most games or queries per request (413 above; default 256)")
     serve.add_argument("--max-concurrent", type=int, help="most requests in flight (429 above; default 64)")

@@ -11,17 +11,20 @@ import argparse
 from pathlib import Path
 
 from medical_team.cli.arg_types import int_at_least
-from medical_team.cli.judge_options import add_backend_arguments, judge_settings
+from medical_team.cli.judge_options import JudgeOptions, judge_settings
 from medical_team.errors import UserInputError
-from medical_team.judge_kinds import AUDITABLE_BACKENDS
+from medical_team.judge_kinds import REACHABLE_BACKENDS
+
+AUDIT_JUDGE = JudgeOptions(
+    REACHABLE_BACKENDS, None, "judge backend (default: http, a running judge server, with --url; rules without it)"
+)
 
 
 def _judge(args: argparse.Namespace):
     """The judge the options name, its description for the report, and its batch size."""
     from medical_team.judge.backends import build_judge
 
-    backend = args.backend or ("http" if args.url else "rules")
-    settings, runtime = judge_settings(argparse.Namespace(**{**vars(args), "backend": backend}))
+    settings, runtime = judge_settings(args, AUDIT_JUDGE, args.backend or ("http" if args.url else "rules"))
     try:
         judge = build_judge(settings, runtime)
     except (OSError, ValueError) as error:
@@ -67,13 +70,8 @@ def add_audit_parser(actions: argparse._SubParsersAction) -> None:
         help="score a judge against gold MEDEC pairs (audit.json, audit.md)",
         description="Score a judge on requests whose truth MEDEC alone settles (docs/judge.md, 'Judge audit').",
     )
-    audit.add_argument(
-        "--backend",
-        choices=AUDITABLE_BACKENDS,
-        help="judge backend (default: http, a running judge server, with --url; rules without it)",
-    )
     audit.add_argument("--output", required=True, metavar="DIR", help="directory for audit.json, audit.md")
-    add_backend_arguments(audit)
+    AUDIT_JUDGE.add_to(audit)
     audit.add_argument("--input", nargs="+", metavar="CSV", help="MEDEC CSVs (default: the bundled validation file)")
     audit.add_argument("--split", choices=("train", "val", "all"), default="val", help="seeds of this split (val)")
     audit.add_argument("--seed", type=int, default=0, help="the category draw and split seed of `medplay convert` (0)")

@@ -1,7 +1,11 @@
-"""Build the judge that `JudgeSettings` name: `rules`, `hf` (local model), `openai`/`vllm` (OpenAI-compatible), `http`."""
+"""Build the judge that `JudgeSettings` name: `rules`, `hf` (local model), `openai`/`vllm` (OpenAI-compatible), `http`.
+
+Which function builds which backend is the backend's entry in medical_team/judge_kinds.py (`builder`), resolved here.
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -10,7 +14,7 @@ from medical_team.judge.model_judge import ModelJudge
 from medical_team.judge.retry import RetryPolicy
 from medical_team.judge.rules import RulesJudge
 from medical_team.judge.settings import JudgeSettings
-from medical_team.judge_kinds import backend_kind
+from medical_team.judge_kinds import BackendKind
 
 
 @dataclass(frozen=True)
@@ -26,14 +30,22 @@ class Runtime:
 
 def build_judge(settings: JudgeSettings, runtime: Runtime = Runtime()) -> Judge:
     """The judge `settings` describe (checked by their schema); ValueError for a `vllm` judge not yet served."""
-    return BUILDERS[backend_kind(settings.backend).name](settings, runtime)
+    return builder_of(settings.kind)(settings, runtime)
 
 
-def _rules_judge(settings: JudgeSettings, runtime: Runtime) -> Judge:
+def builder_of(kind: BackendKind) -> Callable[[JudgeSettings, Runtime], Judge]:
+    """The function `kind.builder` names (`module:function` in medical_team.judge), imported now."""
+    module, _, function = kind.builder.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def rules_judge(settings: JudgeSettings, runtime: Runtime) -> Judge:
+    """The rule checks alone (`rules`): no model reads the rewrite."""
     return RulesJudge(settings.rules)
 
 
-def _http_judge(settings: JudgeSettings, runtime: Runtime) -> Judge:
+def http_judge(settings: JudgeSettings, runtime: Runtime) -> Judge:
+    """A client of medplay's judge server at `settings.url` (`http`)."""
     from medical_team.judge.access import judge_token
     from medical_team.judge.client import HttpJudge
 
@@ -47,7 +59,8 @@ def _http_judge(settings: JudgeSettings, runtime: Runtime) -> Judge:
     )
 
 
-def _local_model_judge(settings: JudgeSettings, runtime: Runtime) -> Judge:
+def local_model_judge(settings: JudgeSettings, runtime: Runtime) -> Judge:
+    """A model judge over a local model loaded into this process (`hf`)."""
     from medical_team.judge.hf_backend import HFChatCompleter
 
     completer = HFChatCompleter(
@@ -60,7 +73,8 @@ def _local_model_judge(settings: JudgeSettings, runtime: Runtime) -> Judge:
     return ModelJudge(completer, rules=settings.rules, batch_size=settings.batch_size)
 
 
-def _endpoint_judge(settings: JudgeSettings, runtime: Runtime) -> Judge:
+def endpoint_judge(settings: JudgeSettings, runtime: Runtime) -> Judge:
+    """A model judge over an OpenAI-compatible endpoint (`openai`, the served `vllm`)."""
     from medical_team.judge.openai_backend import OpenAIChatCompleter
 
     if not settings.url:  # vllm: `medplay train` fills it in once the judge's server is up
@@ -80,13 +94,3 @@ def _endpoint_judge(settings: JudgeSettings, runtime: Runtime) -> Judge:
         batch_size=settings.batch_size,
         max_consecutive_failures=settings.max_consecutive_failures,
     )
-
-
-# How each backend of medical_team/judge_kinds.py is built (the served `vllm` judge is reached as an endpoint).
-BUILDERS: dict[str, Callable[[JudgeSettings, Runtime], Judge]] = {
-    "rules": _rules_judge,
-    "http": _http_judge,
-    "hf": _local_model_judge,
-    "openai": _endpoint_judge,
-    "vllm": _endpoint_judge,
-}
