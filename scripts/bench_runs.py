@@ -1,4 +1,5 @@
-"""Helpers of scripts/bench.py: run one training in a subprocess while sampling its memory, and summarise its metrics."""
+"""Helpers of scripts/bench.py and scripts/gpu_kit.py: the stock step's overrides, one training run in a subprocess
+while sampling its memory, and its metrics summarised."""
 
 from __future__ import annotations
 
@@ -16,6 +17,14 @@ from medical_team.evaluate.metrics_log import read_metrics
 
 # verl's phase timers (`timing_s/<name>`) reported per phase; `gen` includes the agent loop's judge calls.
 PHASES = ("gen", "reward", "old_log_prob", "ref", "adv", "update_actor", "update_weights")
+# verl's stock single-turn GRPO step, which the self-play step is compared with (scripts/bench.py, the GPU kit's
+# bench phase): verl's own agent loop and manager, the `grpo` estimator and the stock `sync` V1 trainer.
+STOCK_OVERRIDES = (
+    "actor_rollout_ref.rollout.agent.default_agent_loop=single_turn_agent",
+    "actor_rollout_ref.rollout.agent.agent_loop_manager_class=null",
+    "algorithm.adv_estimator=grpo",
+    "trainer.v1.trainer_mode=sync",
+)
 
 
 @dataclass(frozen=True)

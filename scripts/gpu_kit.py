@@ -1,7 +1,12 @@
-"""The phases of scripts/gpu_kit.sh that run Python: prepare, the training runs (fit, fit48, fit24, bench), the table.
+"""The Python side of scripts/gpu_kit.sh: the prepare and training phases (fit, fit48, fit24, bench), and games.
+
+A phase writes summary.json and prints its table last; `games LADDER_DIR` prints the steps and games a learning
+ladder's RL rungs trained (the kit's learn phase ends its note with it).
+
+    .venv/bin/python scripts/gpu_kit.py --help     # and PHASE --help; scripts/gpu_kit.sh calls it (docs/wheelhouse.md)
 
 Every run is `medplay train` in its own process group under the phase's time limit: at the limit less
-the stop grace it gets SIGTERM (the launcher saves and stops within `medplay.stop_grace_s`), and
+the stop grace its launcher gets SIGTERM (it saves and stops within `medplay.stop_grace_s`), and
 what is still running 15 s after the grace is killed, so a phase always ends by itself. While it
 runs, memory is sampled every 0.5 s (nvidia-smi on a GPU, the process tree's resident memory on the
 CPU). A phase leaves at most 8 files in the output folder: summary.json, the memory trace, and per
@@ -12,10 +17,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -25,30 +28,31 @@ from pathlib import Path
 from typing import Any, Self
 
 import psutil
-from bench_runs import PHASES, summarise_metrics
+from bench_runs import PHASES, STOCK_OVERRIDES, summarise_metrics
 
 from medical_team.launcher.served_judge import LOG_NAME as JUDGE_LOG_NAME
+from medical_team.launcher.served_judge_process import STAGE as JUDGE_STAGE
+from medical_team.launcher.startup import TRAINER_READY, ready_stages
 from medical_team.metrics_records import read_step_records
+from medical_team.process_group import stop_process_group
 
 # A bigger log is cut to its end: the device tool brings back files of limited size.
 MAX_LOG_BYTES = 15_000_000
 STOP_GRACE_S = 30
 KILL_AFTER_S = 15
-# verl's stock single-turn GRPO step (as scripts/bench.py compares).
-STOCK_OVERRIDES = (
-    "actor_rollout_ref.rollout.agent.default_agent_loop=single_turn_agent",
-    "actor_rollout_ref.rollout.agent.agent_loop_manager_class=null",
-    "algorithm.adv_estimator=grpo",
-    "trainer.v1.trainer_mode=sync",
-)
-# The console's startup stage lines (medical_team/launcher/startup.py): `medplay: <stage>: ready after N s`, and
-# the trainer's whole start: `medplay: verl's trainer ready after N s`.
 # The ends of the judge server's log and of the rollout engine's lines in the full log (verl's vLLM server actor
 # and its engine core).
 JUDGE_LOG_LINES = 3000
 ROLLOUT_LINE = re.compile(r"vLLMHttpServer|EngineCore|vllm", re.IGNORECASE)
 ROLLOUT_LINES = 3000
-STAGE_LINE = re.compile(r"^medplay: (?P<stage>[^:\n]+?):? ready after (?P<seconds>\d+(?:\.\d+)?) s", re.MULTILINE)
+# The phases this script runs, with their --help line (scripts/gpu_kit.sh runs the others itself).
+PHASES_HERE = {
+    "prepare": "MEDEC data, policy and judge in --work",
+    "fit": "profile 80g judged by the prepared model (--cpu: cpu-smoke)",
+    "fit48": "fit's run on this card capped to 48 GiB (profile 48g)",
+    "fit24": "fit's run capped to 24 GiB (profile 24g, rules judge)",
+    "bench": "the self-play step against verl's stock single-turn step (PART: one of the two runs)",
+}
 
 
 @dataclass(frozen=True)
@@ -245,16 +249,13 @@ def train_run(kit: Kit, name: str, overrides: list[str], deadline: float, trace:
             record.exit_status = child.wait(timeout=max(1.0, term_at - time.monotonic()))
         except subprocess.TimeoutExpired:
             record.stopped_at_limit = True
-            child.send_signal(signal.SIGTERM)  # the launcher asks the trainer to save and stop
-            try:
-                record.exit_status = child.wait(timeout=STOP_GRACE_S + KILL_AFTER_S)
-            except subprocess.TimeoutExpired:
-                os.killpg(child.pid, signal.SIGKILL)
-                record.exit_status = child.wait()
+            # The launcher alone gets SIGTERM: it asks the trainer to save and stop, and stops the rest itself.
+            record.exit_status = stop_process_group(
+                child, STOP_GRACE_S + KILL_AFTER_S, term_leader_only=True, kill_wait_s=None
+            )
     record.wall_s = round(time.monotonic() - started, 1)
-    text = console.read_text(errors="replace")
-    record.startup_stages_s = {match["stage"]: float(match["seconds"]) for match in STAGE_LINE.finditer(text)}
-    record.startup_s = startup_seconds(text)
+    record.startup_stages_s = ready_stages(console.read_text(errors="replace"))
+    record.startup_s = startup_seconds(record.startup_stages_s)
     logs = sorted((kit.work / f"run-{name}" / "logs").glob("train-*.log"))
     if logs:
         with open(logs[-1], "rb") as handle:
@@ -280,15 +281,15 @@ def tail_lines(path: Path, count: int | None) -> str:
     return "".join(lines if count is None else lines[-count:])
 
 
-def startup_seconds(console: str) -> float | None:
+def startup_seconds(stages: dict[str, float]) -> float | None:
     """Seconds from `medplay train`'s start until both the trainer and the judge's server (if any) were ready.
 
-    The trainer's line counts from the launcher's start; the judge's server starts at the same time.
+    `stages`: the console's ready lines (`ready_stages`). The trainer's counts from the launcher's start; the
+    judge's server starts at the same time.
     """
-    stages = {match["stage"]: float(match["seconds"]) for match in STAGE_LINE.finditer(console)}
-    if "verl's trainer" not in stages:
+    if TRAINER_READY not in stages:
         return None
-    return max(stages["verl's trainer"], stages.get("judge server", 0.0))
+    return max(stages[TRAINER_READY], stages.get(JUDGE_STAGE, 0.0))
 
 
 def run_figures(metrics: Path) -> dict[str, Any]:
@@ -395,23 +396,35 @@ def games_trained(ladder_dir: Path) -> str:
     return "; ".join(lines) or "no RL rung logged a step"
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run one Python phase and write summary.json; print the table last."""
-    if argv is None:
-        argv = sys.argv[1:]
-    if argv[:1] == ["games"]:
-        print(games_trained(Path(argv[1])))
-        return 0
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The phase and its options, or `games LADDER_DIR`."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("phase", choices=["prepare", "fit", "fit48", "fit24", "bench"])
-    parser.add_argument("part", nargs="?", choices=["selfplay", "stock"], help="bench: one of its two runs")
-    parser.add_argument("--cpu", action="store_true")
-    parser.add_argument("--work", type=Path, required=True)
-    parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--limit-s", type=float, default=540)
-    parser.add_argument("--extra", default="", help="more Hydra overrides, space-separated")
-    args = parser.parse_args(argv)
+    commands = parser.add_subparsers(dest="phase", required=True, metavar="PHASE")
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--cpu", action="store_true", help="the tiny model and profile cpu-smoke")
+    options.add_argument("--work", type=Path, required=True, help="what phases leave for later ones")
+    options.add_argument("--out", type=Path, required=True, help="this phase's files (at most 8)")
+    options.add_argument("--steps", type=int, default=3, help="training steps per run")
+    options.add_argument("--limit-s", type=float, default=540, help="the whole phase's time limit")
+    options.add_argument("--extra", default="", help="more Hydra overrides, space-separated")
+    for phase, summary in PHASES_HERE.items():
+        command = commands.add_parser(phase, parents=[options], help=summary, description=summary)
+        if phase == "bench":
+            command.add_argument("part", nargs="?", choices=["selfplay", "stock"], help="one of its two runs")
+        else:
+            command.set_defaults(part=None)
+    what = "print the steps and games trained by a learning ladder's RL rungs (the learn phase's summary note)"
+    games = commands.add_parser("games", help=what, description=what)
+    games.add_argument("ladder_dir", type=Path, metavar="LADDER_DIR", help="the ladder's folder (LADDER_DIR)")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one Python phase and write summary.json, printing the table last; or print `games`' line."""
+    args = parse_args(argv)
+    if args.phase == "games":
+        print(games_trained(args.ladder_dir))
+        return 0
     args.work.mkdir(parents=True, exist_ok=True)
     args.out.mkdir(parents=True, exist_ok=True)
     kit = Kit(args.cpu, args.work.resolve(), args.out.resolve(), args.steps, args.limit_s, tuple(args.extra.split()))

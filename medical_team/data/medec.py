@@ -5,16 +5,14 @@ Rows are numbered as data rows from 1 (the header is row 0), the same numbers `M
 
 from __future__ import annotations
 
-import csv
 import importlib.resources
-import io
-import itertools
 import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from medical_team.data.medec_csv import decode_file, parse_csv
 from medical_team.data.records import MedecNote
 from medical_team.data.text import (
     SentenceParseError,
@@ -58,8 +56,6 @@ REPAIR_TRAILING_BLANKS = "blank trailing fields filled (row shorter than the hea
 # Builds the error for a column of the row being read: fail(column, message).
 Fail = Callable[[str, str], UserInputError]
 
-_SURROGATE = re.compile("[\udc80-\udcff]")
-
 # The MEDEC-MS files bundled with the package: the game's training source and the held-out benchmark.
 VALIDATION_CSV = "MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv"
 TEST_CSV = "MEDEC-MS-TestSet-with-GroundTruth-and-ErrorType.csv"
@@ -88,11 +84,9 @@ class LoadResult:
 
 def load_medec(path: str | Path, encoding: str = "utf-8") -> LoadResult:
     """Load a MEDEC-MS CSV into `MedecNote`s; raise `UserInputError` naming file, row and field on bad input."""
-    import pandas as pd
-
     path = Path(path)
     name = path.name
-    text = _decode(path, name, encoding)
+    text = decode_file(path, name, encoding)
     if not text.strip():
         raise UserInputError(
             f"the file is empty; expected a header with the columns {', '.join(REQUIRED_COLUMNS)}",
@@ -100,31 +94,22 @@ def load_medec(path: str | Path, encoding: str = "utf-8") -> LoadResult:
             row=0,
             field=TEXT_ID,
         )
-    undecodable = _find_undecodable(text, name)
-    if undecodable:
-        raise undecodable
-    try:
-        # Blank lines are kept as rows so that row numbers match the CSV's records (they are dropped as empty rows).
-        frame = pd.read_csv(
-            io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False, skip_blank_lines=False
-        )
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as error:
-        raise _structure_error(text, name, str(error)) from None
-    columns, ignored = _map_columns(list(frame.columns), name)
+    table = parse_csv(text, name)
+    columns, ignored = _map_columns(table.names, name)
 
     skipped: Counter[str] = Counter()
     repaired: Counter[str] = Counter()
     notes: list[MedecNote] = []
     seen_ids: dict[str, int] = {}
-    short_rows = set(_short_rows(text))
-    for position, values in enumerate(frame.itertuples(index=False, name=None)):
-        row = position + 1
-        raw = {canonical: values[index] for canonical, index in columns.items()}
-        if all(not str(cell).strip() for cell in values):
+    width = len(table.names)
+    for row, record in enumerate(table.records, start=1):
+        values = record[table.index_fields :]
+        if not any(cell.strip() for cell in values):
             skipped[SKIP_EMPTY_ROW] += 1
             continue
+        raw = {canonical: values[index] if index < len(values) else "" for canonical, index in columns.items()}
         cells, reasons = _clean_cells(raw)
-        if row in short_rows:
+        if len(record) < width:
             reasons.add(REPAIR_TRAILING_BLANKS)
         repaired.update(reasons)
         note = _note_from_cells(cells, name, row)
@@ -140,23 +125,6 @@ def load_medec(path: str | Path, encoding: str = "utf-8") -> LoadResult:
     if not notes:
         raise UserInputError("the file has a header but no notes", file=name, row=1, field=TEXT_ID)
     return LoadResult(name, tuple(notes), dict(skipped), dict(repaired), tuple(ignored))
-
-
-def _decode(path: Path, name: str, encoding: str) -> str:
-    """The file's text; undecodable bytes become lone surrogates so they can be located after parsing."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise UserInputError("no such file", file=str(path), field="--input") from None
-    except IsADirectoryError:
-        raise UserInputError("is a directory, expected a CSV file", file=str(path), field="--input") from None
-    except OSError as error:
-        raise UserInputError(f"cannot read the file: {error.strerror}", file=str(path), field="--input") from None
-    try:
-        text = data.decode(encoding, errors="surrogateescape")
-    except LookupError:
-        raise UserInputError(f"unknown encoding {encoding!r}", file=name, field="--encoding") from None
-    return text.removeprefix("\ufeff")
 
 
 def _map_columns(header: list[str], name: str) -> tuple[dict[str, int], list[str]]:
@@ -182,46 +150,6 @@ def _map_columns(header: list[str], name: str) -> tuple[dict[str, int], list[str
                 field=column,
             )
     return columns, ignored
-
-
-def _find_undecodable(text: str, name: str) -> UserInputError | None:
-    """An error for the first cell holding a byte the encoding could not decode (a lone surrogate), if any."""
-    if not _SURROGATE.search(text):
-        return None
-    try:
-        records = csv.reader(io.StringIO(text))
-        header = next(records, [])
-        for row, fields in enumerate(itertools.chain([header], records)):
-            for position, cell in enumerate(fields):
-                match = _SURROGATE.search(cell)
-                if match:
-                    byte = ord(match.group()) - 0xDC00
-                    column = header[position] if row and position < len(header) else f"column {position + 1}"
-                    return UserInputError(
-                        f"byte 0x{byte:02x} at character {match.start()} cannot be decoded; save the file as UTF-8 "
-                        "(or pass --encoding, e.g. cp1252 for older MEDEC releases)",
-                        file=name,
-                        row=row,
-                        field=column,
-                    )
-    except csv.Error:
-        pass
-    # Not even CSV-shaped (binary data): fall back to the physical line and the commas before the byte.
-    before = text[: _SURROGATE.search(text).start()]
-    line = before.count("\n") + 1
-    return UserInputError(
-        f"undecodable byte on line {line}; this does not look like a UTF-8 CSV file",
-        file=name,
-        row=line - 1,
-        field=f"column {before.rsplit(chr(10), 1)[-1].count(',') + 1}",
-    )
-
-
-def _short_rows(text: str) -> list[int]:
-    """Data rows with fewer fields than the header (pandas fills them with blanks)."""
-    reader = csv.reader(io.StringIO(text))
-    width = len(next(reader, []))
-    return [row for row, fields in enumerate(reader, start=1) if 0 < len(fields) < width and any(fields)]
 
 
 def _clean_cells(raw: dict[str, str]) -> tuple[dict[str, str], set[str]]:
@@ -321,31 +249,3 @@ def _integer(cell: str, fail: Fail, column: str) -> int:
     if not re.fullmatch(r"[+-]?\d+", value):
         raise fail(column, f"must be an integer, found {value!r}")
     return int(value)
-
-
-def _structure_error(text: str, name: str, parser_message: str) -> UserInputError:
-    """Locate a CSV the parser rejects (too many fields, unclosed quote) by row and column."""
-    try:
-        records = list(csv.reader(io.StringIO(text)))
-    except csv.Error:
-        records = []
-    header, body = (records[0], records[1:]) if records else ([], [])
-    if "EOF inside string" in parser_message and body:
-        last = len(body[-1]) - 1
-        column = header[last] if 0 <= last < len(header) else f"column {last + 1}"
-        return UserInputError(
-            'a double-quoted value starts in this row and is never closed (unbalanced ")',
-            file=name,
-            row=len(body),
-            field=column,
-        )
-    for row, fields in enumerate(body, start=1):
-        if len(fields) > len(header):
-            return UserInputError(
-                f"the row has {len(fields)} fields but the header has {len(header)} columns",
-                file=name,
-                row=row,
-                field=f"column {len(header) + 1}",
-            )
-    message = parser_message.replace("Error tokenizing data. C error: ", "").strip()
-    return UserInputError(f"not a valid CSV file: {message}", file=name, row=None, field="CSV structure")

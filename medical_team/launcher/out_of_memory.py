@@ -18,10 +18,9 @@ from pathlib import Path
 
 from medical_team.errors import UserInputError
 from medical_team.metrics_records import read_step_records
-from medical_team.verl_ext.oom_injection import PHASE_METHODS
+from medical_team.verl_ext.oom_injection import JUDGE_SERVER, PHASE_METHODS
 from medical_team.verl_ext.run_failures import NO_TRAJECTORIES, JudgeServerError
 
-JUDGE_SERVER = "judge_server"
 PHASES = (*PHASE_METHODS, JUDGE_SERVER)
 # What to turn, per phase (medplay's settings and verl's); `medplay probe --plan` sizes them for a card.
 KNOBS = {

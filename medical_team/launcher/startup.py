@@ -5,10 +5,12 @@ inside a Ray actor whose output reaches only the run's log, so its stages are re
 (`TrainerStages`): verl's own INFO lines (verl/trainer/ppo/v1/trainer_base.py, `_setup`) mark where
 each stage ends, and the next one begins there. The lines matched are a contact with verl, listed in
 docs/verl-integration.md and checked against verl's source by tests/launcher/test_startup.py.
+`ready_stages` reads the seconds back from a console (scripts/gpu_kit.py, scripts/bench.py).
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +39,10 @@ TRAINER_STAGES = (
     TrainerStage("actor and reference engines", "actor and ref model engine initialized"),
     TrainerStage("rollout server", "all initialize finished, ready to fit"),
 )
+# The trainer's whole start, from `medplay train`'s: its own ready line and its key in `ready_stages`.
+TRAINER_READY = "verl's trainer"
+# A stage's end as `ready_line` and the trainer's ready line say it.
+READY_LINE = re.compile(r"^medplay: (?P<stage>[^:\n]+?):? ready after (?P<seconds>\d+(?:\.\d+)?) s", re.MULTILINE)
 
 
 def started_line(name: str, detail: str = "") -> str:
@@ -45,8 +51,13 @@ def started_line(name: str, detail: str = "") -> str:
 
 
 def ready_line(name: str, seconds: float) -> str:
-    """`medplay: <stage>: ready after N s` (scripts/gpu_kit.py reads these back)."""
+    """`medplay: <stage>: ready after N s` (`ready_stages` reads these back)."""
     return f"medplay: {name}: ready after {seconds:.0f} s"
+
+
+def ready_stages(console: str) -> dict[str, float]:
+    """The seconds of every stage whose ready line a console shows, the trainer's whole start as `TRAINER_READY`."""
+    return {match["stage"]: float(match["seconds"]) for match in READY_LINE.finditer(console)}
 
 
 @contextmanager
@@ -102,5 +113,5 @@ class TrainerStages(FileFollower):
             if self._next < len(self.stages):
                 say(started_line(self.stages[self._next].name))
             else:
-                say(f"medplay: verl's trainer ready after {now - self._started:.0f} s; one line per step follows")
-                self.durations["verl's trainer"] = now - self._started
+                say(f"medplay: {TRAINER_READY} ready after {now - self._started:.0f} s; one line per step follows")
+                self.durations[TRAINER_READY] = now - self._started

@@ -2,7 +2,8 @@
 
 `MEDPLAY_INJECT_OOM=<phase>[@N]` makes the worker that runs that phase raise the real `torch.OutOfMemoryError` at
 its N-th call (`inject_in_this_process`, run when verl imports medplay's plugin; `judge_server`: the judge's server
-process raises it as it starts). The launcher turns the error into its report (medical_team/launcher/out_of_memory.py).
+process raises it as it starts, `inject_in_judge_server`, run by medical_team/launcher/served_judge_exec.py). The
+launcher turns the error into its report (medical_team/launcher/out_of_memory.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 INJECT_ENV = "MEDPLAY_INJECT_OOM"
 INJECTED = "CUDA out of memory. Tried to allocate 9.27 GiB (injected by MEDPLAY_INJECT_OOM for a test)"
 
+JUDGE_SERVER = "judge_server"  # the phase of the served judge's own vLLM process
 # The worker method (as it appears in the remote traceback) that runs each phase, in the order a step runs them.
 PHASE_METHODS = {
     "rollout": "generate",
@@ -65,3 +67,12 @@ def inject_in_this_process() -> str | None:
     method = PHASE_METHODS[phase]
     setattr(owner, method, _raising(getattr(owner, method), phase, int(on_call or 1)))
     return phase
+
+
+def inject_in_judge_server() -> None:
+    """Tests only: $MEDPLAY_INJECT_OOM=judge_server makes the judge's server process raise torch's error as it starts."""
+    if os.environ.get(INJECT_ENV) == JUDGE_SERVER:
+        from torch import OutOfMemoryError
+
+        # The server's log shows this line in the traceback: it must not read as a fatal line (FATAL_LINES) itself.
+        raise OutOfMemoryError(f"{INJECTED} in {JUDGE_SERVER}")

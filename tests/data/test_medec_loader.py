@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import csv
+import io
 from collections import Counter
 from dataclasses import astuple
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from medec_rows import HEADER, clean_row, error_row
 
 from medical_team.data.medec import (
@@ -15,6 +19,7 @@ from medical_team.data.medec import (
     SKIP_EMPTY_ROW,
     load_medec,
 )
+from medical_team.data.medec_csv import parse_csv
 from medical_team.data.text import same_text
 from medical_team.errors import UserInputError
 
@@ -173,3 +178,27 @@ def test_short_rows_are_filled_with_blanks_and_counted(write_csv):
     assert [note.text_id for note in result.notes] == ["ms-t-0", "ms-t-1"]
     assert result.repaired == {REPAIR_TRAILING_BLANKS: 1}
     assert result.notes[1].corrected_text is None
+
+
+def test_a_repeated_or_blank_header_name_is_ignored_under_pandas_name(write_csv):
+    header = [*HEADER, "Text", ""]
+    result = load_medec(write_csv([[*error_row(0), "other text", "7"]], header=header))
+    assert result.notes[0].text == error_row(0)[1]
+    assert result.ignored_columns == ("Text.1", "Unnamed: 10")
+
+
+def test_a_first_row_longer_than_the_header_starts_with_an_index(write_csv):
+    result = load_medec(write_csv([["0", *error_row(0)], ["1", *clean_row(1)], ["2"]]))
+    assert [note.text_id for note in result.notes] == ["ms-t-0", "ms-t-1"]
+    assert result.skipped == {SKIP_EMPTY_ROW: 1} and result.ignored_columns == ()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["", "a", "a.1", "a.2", "b", "Unnamed: 0", "Unnamed: 1"]), min_size=1, max_size=6))
+def test_column_names_are_the_ones_pandas_gives(header):
+    import pandas as pd
+
+    text = io.StringIO(newline="")
+    csv.writer(text).writerows([header, [str(position) for position in range(len(header))]])
+    expected = pd.read_csv(io.StringIO(text.getvalue()), dtype=str, keep_default_na=False, na_filter=False)
+    assert parse_csv(text.getvalue(), "names.csv").names == list(expected.columns)

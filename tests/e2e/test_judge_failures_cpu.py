@@ -20,7 +20,10 @@ from pathlib import Path
 import pytest
 from cpu_smoke import TRAIN_TIMEOUT_S, convert, train_command
 
-from medical_team.launcher.served_judge import LOG_NAME, MODEL_KNOB, START_UP, free_port
+from medical_team.launcher.served_judge import LOG_NAME
+from medical_team.launcher.served_judge_command import MODEL_KNOB
+from medical_team.launcher.served_judge_plan import free_port
+from medical_team.launcher.served_judge_process import START_UP
 from medical_team.verl_ext.judge_waits import WAIT_MARK
 from medical_team.verl_ext.run_failures import JUDGE_FAILED_EXIT
 

@@ -13,7 +13,7 @@ from medical_team.errors import UserInputError
 from medical_team.hardware.gpu_cap import FRACTION_ENV, cap_this_worker, card_emulation
 from medical_team.launcher.kv_caches import kv_cache_sizes
 from medical_team.launcher.launch import compose_config, plan_run
-from medical_team.launcher.served_judge import vllm_command
+from medical_team.launcher.served_judge_command import vllm_command
 from medical_team.verl_ext.settings import settings_from_trainer_config
 
 

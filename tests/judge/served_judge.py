@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from medical_team.judge.settings import packaged_judge_settings
-from medical_team.launcher.served_judge import JudgeServer, free_port, vllm_command
+from medical_team.launcher.served_judge_command import vllm_command
+from medical_team.launcher.served_judge_plan import free_port
+from medical_team.launcher.served_judge_process import JudgeServer
 from medical_team.launcher.shm_cleanup import remove_orphaned_segments, shm_segments
 
 CPU_SERVE = packaged_judge_settings(

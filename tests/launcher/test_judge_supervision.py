@@ -24,20 +24,18 @@ from processes import sigterm_once_ready
 from medical_team.launcher import served_judge
 from medical_team.launcher.judge_wait_relay import JudgeWaitRelay
 from medical_team.launcher.run_errors import failure_report
-from medical_team.launcher.served_judge import (
-    FATAL_LINES,
-    MODEL_KNOB,
+from medical_team.launcher.served_judge_command import FATAL_LINES, MODEL_KNOB
+from medical_team.launcher.served_judge_plan import free_port
+from medical_team.launcher.served_judge_process import (
     SERVING,
     START_UP,
     TIMEOUT_KNOB,
     JudgeServer,
-    JudgeServerError,
     Supervision,
-    free_port,
 )
 from medical_team.verl_ext.judge_waits import OVER, WAIT_MARK, JudgeWaits
 from medical_team.verl_ext.reliability.graceful_stop import StoppedWhileWaitingError
-from medical_team.verl_ext.run_failures import JUDGE_FAILED_EXIT, OUT_OF_MEMORY_EXIT
+from medical_team.verl_ext.run_failures import JUDGE_FAILED_EXIT, OUT_OF_MEMORY_EXIT, JudgeServerError
 
 FAKE = str(Path(__file__).with_name("fake_judge_server.py"))
 QUICK = Supervision(poll_s=0.2, answer_timeout_s=0.5, report_every_s=1.0, health_every_s=0.2, health_timeout_s=0.5)

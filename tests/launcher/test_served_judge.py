@@ -29,9 +29,14 @@ from medical_team.errors import UserInputError
 from medical_team.game import GameConfig, call_judge, judge_request
 from medical_team.judge.serving import BackgroundServer
 from medical_team.judge.settings import packaged_judge_settings
-from medical_team.launcher.served_judge import JudgeServer, JudgeServerError, resolve_judge_model, vllm_command
+from medical_team.launcher.out_of_memory import out_of_memory
+from medical_team.launcher.served_judge_command import vllm_command
+from medical_team.launcher.served_judge_plan import resolve_judge_model
+from medical_team.launcher.served_judge_process import START_UP, JudgeServer
 from medical_team.verl_ext.judge_factory import judge_executor, selfplay_judge
 from medical_team.verl_ext.judge_server_ready import answers, wait_until_served
+from medical_team.verl_ext.oom_injection import INJECT_ENV, JUDGE_SERVER
+from medical_team.verl_ext.run_failures import OUT_OF_MEMORY_EXIT, JudgeServerError
 from medical_team.vocab import Category
 
 GAMES = 16
@@ -112,7 +117,7 @@ def test_server_goes_when_the_launcher_is_killed(tmp_path: Path) -> None:
     (tmp_path / "v1").mkdir()
     (tmp_path / "v1" / "models").write_text("{}")
     launcher_code = (
-        "import sys, time\nfrom pathlib import Path\nfrom medical_team.launcher.served_judge import JudgeServer\n"
+        "import sys, time\nfrom pathlib import Path\nfrom medical_team.launcher.served_judge_process import JudgeServer\n"
         f"command = [sys.executable, '-m', 'http.server', '{port}', '--bind', '127.0.0.1', '--directory', '{tmp_path}']\n"
         f"server = JudgeServer(command, {port}, Path('{tmp_path}') / 'judge-server.log', 60)\n"
         "server.start()\nprint(server.process.pid, flush=True)\ntime.sleep(600)\n"
@@ -144,6 +149,22 @@ def test_a_server_that_dies_while_starting_is_a_clear_error(tmp_path: Path) -> N
     with pytest.raises(JudgeServerError, match=expected) as caught:
         server.start()
     assert caught.value.exit_status == 4
+
+
+def test_an_injected_out_of_memory_fails_the_servers_own_process_before_its_command(tmp_path: Path) -> None:
+    """MEDPLAY_INJECT_OOM=judge_server: torch's error in the process the launcher starts (served_judge_exec.py)."""
+    ran = tmp_path / "ran"
+    command = [sys.executable, "-c", f"open({str(ran)!r}, 'w')"]
+    log = tmp_path / "judge-server.log"
+    server = JudgeServer(command, _free_port(), log, startup_timeout_s=60, environment={INJECT_ENV: JUDGE_SERVER})
+    expected = (
+        r"^judge start-up: the judge's vLLM server logged a fatal line: torch.OutOfMemoryError: CUDA out of memory"
+    )
+    with pytest.raises(JudgeServerError, match=expected) as caught:
+        server.start()
+    assert caught.value.exit_status == OUT_OF_MEMORY_EXIT and not ran.exists()
+    found = out_of_memory(caught.value, None, None, None)
+    assert found is not None and str(found).startswith(f"out of GPU memory in {START_UP}: CUDA out of memory. Tried")
 
 
 def test_agent_loop_judge_calls_overlap(tmp_path: Path) -> None:
@@ -207,7 +228,7 @@ def _seeds(count: int):
 
 
 def _free_port() -> int:
-    from medical_team.launcher.served_judge import free_port
+    from medical_team.launcher.served_judge_plan import free_port
 
     return free_port()
 
@@ -224,7 +245,7 @@ def test_judge_record_says_which_backend_judged(tmp_path: Path) -> None:
 
 
 def test_the_judges_server_starts_beside_the_trainer_and_is_awaited_at_the_first_call(tmp_path, monkeypatch, capsys):
-    from medical_team.launcher import served_judge
+    from medical_team.launcher import served_judge, served_judge_plan
 
     port = _free_port()
     (tmp_path / "v1").mkdir()
@@ -239,7 +260,7 @@ def test_the_judges_server_starts_beside_the_trainer_and_is_awaited_at_the_first
         "runpy.run_module('http.server', run_name='__main__')"
     )
     monkeypatch.setattr(served_judge, "vllm_command", lambda *args, **kwargs: [sys.executable, "-c", held])
-    monkeypatch.setattr(served_judge, "free_port", lambda: port)
+    monkeypatch.setattr(served_judge_plan, "free_port", lambda: port)
     config, settings = served_judge_run(tmp_path)
     with served_judge.serve_judge(config, settings) as server:
         # Back while its server cannot answer: not waited for (Ray and the workers start meanwhile).
@@ -269,7 +290,7 @@ def test_a_judge_server_that_dies_while_the_trainer_starts_ends_the_run(tmp_path
 
 def test_on_a_gpu_the_judge_server_starts_with_the_plans_kv_bytes_and_its_own_compile_caches(tmp_path, monkeypatch):
     from medical_team.cli.probe import compose_plan
-    from medical_team.launcher import served_judge
+    from medical_team.launcher import served_judge, served_judge_plan
     from medical_team.launcher.launch import plan_run
 
     model = medgemma_folder(tmp_path)
@@ -289,7 +310,7 @@ def test_on_a_gpu_the_judge_server_starts_with_the_plans_kv_bytes_and_its_own_co
         return [sys.executable, "-c", stand_in, "VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"]
 
     monkeypatch.setattr(served_judge, "vllm_command", command)
-    monkeypatch.setattr(served_judge, "free_port", lambda: port)
+    monkeypatch.setattr(served_judge_plan, "free_port", lambda: port)
     run = plan_run(["profile=80g", *overrides], total_gib=79.2)  # what `medplay train` does before Ray
     config = run.config
     with served_judge.serve_judge(config, run.settings.judge) as server:

@@ -10,7 +10,7 @@ from pprint import pformat
 from processes import sigterm_once_ready
 
 from medical_team.launcher.launch import stop_cannot_wait
-from medical_team.launcher.startup import TRAINER_STAGES, TrainerStages, stage
+from medical_team.launcher.startup import TRAINER_STAGES, TrainerStages, ready_stages, stage
 
 
 def verl_trainer_setup_source() -> str:
@@ -85,15 +85,22 @@ def test_the_stages_are_said_as_their_lines_reach_the_log(tmp_path: Path, capsys
     assert set(watcher.durations) == {
         "trainer process", "data loaders", "actor and reference engines", "rollout server", "verl's trainer"
     }  # fmt: skip
+    # What the console said reads back as the stages it named, the trainer's whole start among them.
+    assert set(ready_stages("\n".join(out))) == {"actor and reference engines", "rollout server", "verl's trainer"}
 
 
 def test_a_stage_the_launcher_runs_itself_is_timed(capsys):
     with stage("Ray", "(a new local cluster)"):
         pass
-    assert capsys.readouterr().out.splitlines() == [
+    said = capsys.readouterr().out
+    assert said.splitlines() == [
         "medplay: Ray: starting (a new local cluster)",
         "medplay: Ray: ready after 0 s",
     ]
+    # Read back with the seconds shown; a line that only quotes one (a worker's prefix before it) is no stage's end.
+    quoted = "(TaskRunnerV1 pid=1) medplay: judge server: ready after 9 s"
+    console = f"{said}{quoted}\nmedplay: judge server: ready after 41 s\n"
+    assert ready_stages(console) == {"Ray": 0.0, "judge server": 41.0}
 
 
 def test_a_stop_does_not_wait_for_a_step_while_the_trainer_starts(tmp_path: Path):

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import importlib.metadata
-import re
 import tomllib
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
 
+from medical_team.stack import read_lock
 from medical_team.verl_ext.verl_version import (
     ALLOW_OTHER_VERL_ENV,
     VERL_VERSION,
@@ -42,4 +42,4 @@ def test_the_checked_version_is_the_pinned_one() -> None:
     (verl,) = [Requirement(d) for d in dependencies if Requirement(d).name == "verl"]
     assert str(verl.specifier) == f"=={VERL_VERSION}"
     for lock in ("requirements/cpu.lock", "docker/requirements-gpu.lock"):
-        assert re.search(rf"^verl(\[[^\]]*\])?=={re.escape(VERL_VERSION)}$", (REPO / lock).read_text(), re.MULTILINE), lock
+        assert read_lock(REPO / lock).versions()["verl"] == VERL_VERSION, lock
