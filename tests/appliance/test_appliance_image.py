@@ -1,5 +1,6 @@
-"""The built image, run for real in containers: the cpu flavour's pipeline on host volumes, stop and resume, the
-shell on a terminal, a broken CSV. `make test-image` builds the image and runs these (minutes each; not in CI).
+"""The built image, run for real in containers: the cpu flavour's pipeline on host volumes (then export and report),
+stop and resume, the shell on a terminal, a broken CSV, TensorBoard on the volume. `make test-image` builds the
+image and runs these (minutes each; not in CI).
 
 Run by hand: MEDPLAY_TEST_IMAGE=medplay:cpu MEDPLAY_TEST_ENGINE="podman --runtime runc" \
     MEDPLAY_TEST_UID=1000 MEDPLAY_TEST_GID=1000 .venv/bin/python -m pytest -q tests/appliance/test_appliance_image.py
@@ -217,3 +218,36 @@ def test_broken_csv_on_the_data_volume(volumes):
     assert not data.exists() or not any(data.iterdir()), sorted(data.iterdir())
     assert not list(volumes.checkpoints.glob("global_step_*"))
     assert not (volumes.logs / "pipeline" / "train.log").exists()
+
+
+def test_tensorboard_serves_the_runs_on_the_checkpoints_volume(volumes):
+    import httpx
+    from processes import free_ports
+    from torch.utils.tensorboard import SummaryWriter
+
+    with SummaryWriter(str(volumes.checkpoints / "tensorboard" / "medplay-run")) as writer:
+        for step in (1, 2, 3):
+            writer.add_scalar("assessor/accuracy", 0.5 + step / 10, step)
+    # The host's network (podman's bridge needs plugins a host may lack), so a free port instead of -p 6006:6006.
+    (port,) = free_ports(1)
+    name = f"medplay-test-{uuid.uuid4().hex[:12]}"
+    engine("run", "-d", "--name", name, "--network=host", *volumes.options(), IMAGE, "tensorboard", "--port", str(port))
+    query = {"run": "medplay-run", "tag": "assessor/accuracy"}
+    try:
+        deadline = time.monotonic() + 180
+        steps: list[int] = []
+        while steps != [1, 2, 3]:  # TensorBoard reads the event files after it starts serving
+            running = engine("inspect", "--format", "{{.State.Running}}", name).stdout.strip()
+            assert running == "true" and time.monotonic() < deadline, f"TensorBoard shows {steps}"
+            time.sleep(0.5)
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{port}/data/plugin/scalars/scalars", params=query, timeout=2)
+            except httpx.TransportError:
+                continue
+            if answer.status_code == 200:
+                steps = [point[1] for point in answer.json()]
+        engine("stop", "-t", "30", name, timeout=90)
+    finally:
+        status, output = finish(name)
+    assert status == 0, output[-4000:]  # `docker stop`'s SIGTERM ends TensorBoard cleanly
+    assert "TensorBoard 2.21.0 at http://" in output and f":{port}/" in output
