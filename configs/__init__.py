@@ -1,12 +1,35 @@
-"""medplay's Hydra configs: medplay.yaml (the commented defaults), profile/ and sft/."""
+"""medplay's Hydra configs: medplay.yaml (the commented defaults), profile/ and sft/.
+
+Importing the package registers the resolver that medplay.yaml's Hydra search path names, `medplay_verl_configs`:
+the folder of verl's own configs (`ppo_trainer` and its groups) in the installed verl package, found without
+importing verl. Hydra's `pkg://verl.trainer.config` would import it, and with it torch (4 s of a `medplay config
+get` on the project's CPU machine; docs/benchmarks.md).
+"""
 
 from __future__ import annotations
 
 import importlib.resources
+import importlib.util
 from functools import cache
+from pathlib import Path
 from typing import Any
 
+from omegaconf import OmegaConf
+
 PROFILE_GROUP = "profile"  # configs/profile/NAME.yaml, chosen with `profile=NAME`
+VERL_CONFIGS_RESOLVER = "medplay_verl_configs"
+
+
+def verl_config_dir() -> str:
+    """verl's own Hydra config folder inside the installed verl package (verl itself is not imported)."""
+    spec = importlib.util.find_spec("verl")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("verl is not installed: medplay's configs extend verl's own")
+    return str(Path(next(iter(spec.submodule_search_locations))) / "trainer" / "config")
+
+
+if not OmegaConf.has_resolver(VERL_CONFIGS_RESOLVER):
+    OmegaConf.register_new_resolver(VERL_CONFIGS_RESOLVER, verl_config_dir)
 
 
 @cache

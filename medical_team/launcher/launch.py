@@ -157,7 +157,7 @@ def apply_environment(env: dict[str, str]) -> None:
     apply_warning_filters(env.get("PYTHONWARNINGS", ""))
     modules = env.get("VERL_USE_EXTERNAL_MODULES", "")
     if modules:
-        # verl is already imported by Hydra's config search path, so its own import-time hook has run.
+        # verl's own import-time hook reads the variable only if verl was not imported yet: import them here too.
         from verl.utils.import_utils import import_external_libs
 
         import_external_libs(modules.split(","))

@@ -77,9 +77,11 @@ def _key_paths(config: DictConfig, prefix: str = "") -> Iterator[str]:
 
 def verl_base_config() -> DictConfig:
     """verl's own `ppo_trainer` config, composed from the installed verl package and resolved."""
-    from hydra import compose, initialize_config_module
+    from hydra import compose, initialize_config_dir
 
-    with initialize_config_module(config_module="verl.trainer.config", version_base=None):
+    from medical_team.configs import verl_config_dir
+
+    with initialize_config_dir(config_dir=verl_config_dir(), version_base=None):
         base = compose(config_name="ppo_trainer")
     OmegaConf.resolve(base)  # as the run's config is: interpolated subtrees (e.g. rollout.mtp) get their keys
     return base

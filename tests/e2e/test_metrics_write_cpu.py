@@ -50,7 +50,11 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> FullRun:
     root = tmp_path_factory.mktemp("metrics-fs")
     convert(root / "data")
     mount, copy = root / "metrics-fs", root / "metrics-fs-copy"
-    command = train_command(root, STEPS, f"medplay.metrics_file={mount / 'metrics.jsonl'}")
+    # The step's game records (games/ beside the metrics file) would take the tmpfs's room first: none here; their
+    # own full-disk case is tests/reliability/test_game_records_file.py.
+    command = train_command(
+        root, STEPS, f"medplay.metrics_file={mount / 'metrics.jsonl'}", "medplay.report.games_per_step=0"
+    )
     result = subprocess.run(
         on_tiny_filesystem(METRICS_FS, mount, copy, command), cwd=root, capture_output=True, text=True, check=False
     )
