@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 from appliance_harness import ENTRYPOINT, REPO, VENV_BIN, free_ports, stop_session
+from tensorboard_run import wait_until_shown, write_events
 
 from medical_team.cli import COMMANDS
 
@@ -155,28 +156,12 @@ def test_the_shell_reads_ray_resources_and_ports_from_the_composed_config(applia
 
 
 def test_tensorboard_serves_the_runs_on_the_checkpoints_volume(appliance):
-    from torch.utils.tensorboard import SummaryWriter
-
-    # What verl's TensorBoard logger writes (TENSORBOARD_DIR = <medplay.output_dir>/tensorboard, the volume's).
-    with SummaryWriter(str(appliance.checkpoints / "tensorboard" / "medplay-run")) as writer:
-        for step in (1, 2, 3):
-            writer.add_scalar("assessor/accuracy", 0.5 + step / 10, step)
+    write_events(appliance.checkpoints)
     (port,) = free_ports(1)  # the image's port is 6006; a later --port wins, as for any option of TensorBoard
     server = subprocess.Popen([str(ENTRYPOINT), "tensorboard", "--port", str(port)], env=appliance.env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
-    query = {"run": "medplay-run", "tag": "assessor/accuracy"}
     try:
-        deadline = time.monotonic() + 120
-        steps: list[int] = []
-        while steps != [1, 2, 3]:  # TensorBoard reads the event files after it starts serving
-            assert server.poll() is None and time.monotonic() < deadline, f"TensorBoard shows {steps}"
-            time.sleep(0.5)
-            try:
-                answer = httpx.get(f"http://127.0.0.1:{port}/data/plugin/scalars/scalars", params=query, timeout=2)
-            except httpx.TransportError:
-                continue
-            if answer.status_code == 200:
-                steps = [point[1] for point in answer.json()]
+        wait_until_shown(port, serving=lambda: server.poll() is None)
         server.send_signal(signal.SIGTERM)
         server.communicate(timeout=60)
     finally:

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from processes import free_ports
+from tensorboard_run import wait_until_shown, write_events
 from test_appliance_pipeline import write_broken_csv
 
 IMAGE = os.environ.get("MEDPLAY_TEST_IMAGE", "")
@@ -91,6 +93,11 @@ def finish(name: str, timeout: float = 900) -> tuple[int, str]:
         engine("rm", "-f", name, check=False)
 
 
+def running(name: str) -> bool:
+    """The container is running."""
+    return engine("inspect", "--format", "{{.State.Running}}", name).stdout.strip() == "true"
+
+
 def owned_by_the_image_user(path: Path) -> bool:
     """The file belongs to the image's user (the host user's ids from `make build`)."""
     info = path.stat()
@@ -148,8 +155,7 @@ def test_stop_during_step_two_saves_a_checkpoint_and_a_second_run_resumes(volume
     try:
         deadline = time.monotonic() + 600
         while steps_in(metrics) != [1]:  # step 1 logged: step 2 is running
-            running = engine("inspect", "--format", "{{.State.Running}}", name).stdout.strip()
-            assert running == "true" and time.monotonic() < deadline, "step 1 was not logged"
+            assert running(name) and time.monotonic() < deadline, "step 1 was not logged"
             time.sleep(0.5)
         engine("stop", "-t", "720", name, timeout=780)
     finally:
@@ -221,31 +227,13 @@ def test_broken_csv_on_the_data_volume(volumes):
 
 
 def test_tensorboard_serves_the_runs_on_the_checkpoints_volume(volumes):
-    import httpx
-    from processes import free_ports
-    from torch.utils.tensorboard import SummaryWriter
-
-    with SummaryWriter(str(volumes.checkpoints / "tensorboard" / "medplay-run")) as writer:
-        for step in (1, 2, 3):
-            writer.add_scalar("assessor/accuracy", 0.5 + step / 10, step)
+    write_events(volumes.checkpoints)
     # The host's network (podman's bridge needs plugins a host may lack), so a free port instead of -p 6006:6006.
     (port,) = free_ports(1)
     name = f"medplay-test-{uuid.uuid4().hex[:12]}"
     engine("run", "-d", "--name", name, "--network=host", *volumes.options(), IMAGE, "tensorboard", "--port", str(port))
-    query = {"run": "medplay-run", "tag": "assessor/accuracy"}
     try:
-        deadline = time.monotonic() + 180
-        steps: list[int] = []
-        while steps != [1, 2, 3]:  # TensorBoard reads the event files after it starts serving
-            running = engine("inspect", "--format", "{{.State.Running}}", name).stdout.strip()
-            assert running == "true" and time.monotonic() < deadline, f"TensorBoard shows {steps}"
-            time.sleep(0.5)
-            try:
-                answer = httpx.get(f"http://127.0.0.1:{port}/data/plugin/scalars/scalars", params=query, timeout=2)
-            except httpx.TransportError:
-                continue
-            if answer.status_code == 200:
-                steps = [point[1] for point in answer.json()]
+        wait_until_shown(port, serving=lambda: running(name))
         engine("stop", "-t", "30", name, timeout=90)
     finally:
         status, output = finish(name)
