@@ -3,7 +3,8 @@
 Importing the package registers the resolver that medplay.yaml's Hydra search path names, `medplay_verl_configs`:
 the folder of verl's own configs (`ppo_trainer` and its groups) in the installed verl package, found without
 importing verl. Hydra's `pkg://verl.trainer.config` would import it, and with it torch (4 s of a `medplay config
-get` on the project's CPU machine; docs/benchmarks.md).
+get` on the project's CPU machine; docs/benchmarks.md). `medplay_validation_workers` gives a profile one reward
+worker when the run validates and none otherwise (the launcher resolves the config before Ray ships it).
 """
 
 from __future__ import annotations
@@ -28,8 +29,18 @@ def verl_config_dir() -> str:
     return str(Path(next(iter(spec.submodule_search_locations))) / "trainer" / "config")
 
 
+VALIDATION_WORKERS_RESOLVER = "medplay_validation_workers"
+
+
+def validation_workers(test_freq: int, val_before_train: bool) -> int:
+    """verl's reward workers a run needs: one when it validates (they score validation only; games score themselves)."""
+    return 1 if int(test_freq) > 0 or bool(val_before_train) else 0
+
+
 if not OmegaConf.has_resolver(VERL_CONFIGS_RESOLVER):
     OmegaConf.register_new_resolver(VERL_CONFIGS_RESOLVER, verl_config_dir)
+if not OmegaConf.has_resolver(VALIDATION_WORKERS_RESOLVER):
+    OmegaConf.register_new_resolver(VALIDATION_WORKERS_RESOLVER, validation_workers)
 
 
 @cache

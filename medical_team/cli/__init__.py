@@ -27,12 +27,17 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with every subcommand registered."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser with every subcommand registered, or only `command`'s when it names one.
+
+    One subcommand's module is all a command line that names it needs: the others' imports (the stack's version
+    table, the judge registry, ...) would cost every `medplay` command a second on a small machine.
+    """
     parser = argparse.ArgumentParser(prog="medplay", description="Adversarial self-play for medical error detection.")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module_name in COMMANDS.values():
-        importlib.import_module(module_name).add_parser(subparsers)
+    names = [command] if command in COMMANDS else list(COMMANDS)
+    for name in names:
+        importlib.import_module(COMMANDS[name]).add_parser(subparsers)
     _describe_subcommands(parser)
     return parser
 
@@ -50,8 +55,9 @@ def _describe_subcommands(parser: argparse.ArgumentParser) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `medplay` with these arguments; return the exit status (2 for user mistakes)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(arguments[0] if arguments else None)
+    args = parser.parse_args(arguments)
     try:
         return int(args.run(args) or 0)
     except UserInputError as error:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from medical_team.checkpoint_folder import TRACKER_NAME, last_checkpoint
+from medical_team.compile_cache import release_compile_cache
 from medical_team.configs import PROFILE_GROUP
 from medical_team.console import output_to_log, say
 from medical_team.errors import UserInputError
@@ -20,6 +21,7 @@ from medical_team.launcher.startup import TrainerStages, stage
 from medical_team.run_lock import hold_run_lock, release_run_lock
 
 if TYPE_CHECKING:
+    from medical_team.judge.settings import JudgeSettings
     from medical_team.launcher.run_plan import RunPlan
     from medical_team.verl_ext.settings import SelfPlaySettings
 
@@ -242,12 +244,15 @@ def plan_run(overrides: Sequence[str], total_gib: float | None = None) -> Planne
     return plan_config(compose_config(overrides), total_gib)
 
 
-def plan_config(config: DictConfig, total_gib: float | None = None) -> PlannedRun:
+def plan_config(config: DictConfig, total_gib: float | None = None, claim_cache: bool = False) -> PlannedRun:
     """Check a composed config, derive the run plan (run_plan.py) and apply it, before anything starts.
 
     Every problem of the config at once: verl's part (keys it does not define, values medplay needs), then
-    the `medplay:` section. `total_gib`: the card's memory (None: read through NVML on a GPU).
+    the `medplay:` section. `total_gib`: the card's memory (None: read through NVML on a GPU). `claim_cache`:
+    this process runs the training and takes vLLM's compile cache for it when no other run holds it
+    (medical_team/compile_cache.py).
     """
+    from medical_team.compile_cache import COMPILE_CACHE_ENV, claim_compile_cache
     from medical_team.launcher.judge_run import check_judge
     from medical_team.launcher.run_plan import derive_run_plan, planned_config
     from medical_team.launcher.verl_keys import check_config
@@ -255,9 +260,22 @@ def plan_config(config: DictConfig, total_gib: float | None = None) -> PlannedRu
 
     settings = check_config(config)
     check_judge(settings.judge)
-    plan = derive_run_plan(config, settings.judge, total_gib)
+    compile_cache = (
+        claim_compile_cache(Path(config.medplay.cache_dir), runtime_env_vars(config).get(COMPILE_CACHE_ENV))
+        if claim_cache and compiles(config, settings.judge)
+        else None
+    )
+    plan = derive_run_plan(config, settings.judge, total_gib, compile_cache)
     planned = planned_config(config, plan)
     return PlannedRun(planned, settings_from_trainer_config(planned), plan)
+
+
+def compiles(config: DictConfig, judge: JudgeSettings) -> bool:
+    """Whether a vLLM engine of the run may compile: the rollout's unless eager, a served judge's unless eager."""
+    from medical_team.judge_kinds import backend_kind
+
+    served_judge_compiles = backend_kind(judge.backend).served_here and not judge.serve.enforce_eager
+    return not config.actor_rollout_ref.rollout.enforce_eager or served_judge_compiles
 
 
 def locked_folders(config: DictConfig) -> list[Path]:
@@ -355,6 +373,7 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     try:
         return _train(composed, started, verbose)
     finally:
+        release_compile_cache(Path(composed.medplay.cache_dir))
         for folder in folders:
             release_run_lock(folder)
 
@@ -375,7 +394,7 @@ def _train(composed: DictConfig, started: float, verbose: bool) -> RunPaths:
 
     # Everything derived from this machine (KV cache bytes, the emulated card, the judge's address, Ray's
     # cluster), once: from here on the config is only read.
-    run = plan_config(composed)
+    run = plan_config(composed, claim_cache=True)
     config, settings = run.config, run.settings
     for line in run.plan.lines:
         say(f"medplay: {line}")

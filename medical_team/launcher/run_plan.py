@@ -20,6 +20,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from medical_team.compile_cache import COMPILE_CACHE_ENV, CompileCacheUse
 from medical_team.judge.settings import JudgeSettings
 
 RAY_INIT = "ray_kwargs.ray_init"
@@ -46,8 +47,15 @@ def ray_cluster(environment: Mapping[str, str]) -> tuple[dict[str, Any], str]:
     return {f"{RAY_INIT}.address": "local"}, "a new local cluster"
 
 
-def derive_run_plan(config: DictConfig, judge: JudgeSettings, total_gib: float | None = None) -> RunPlan:
+def derive_run_plan(
+    config: DictConfig,
+    judge: JudgeSettings,
+    total_gib: float | None = None,
+    compile_cache: CompileCacheUse | None = None,
+) -> RunPlan:
     """Everything the run derives before Ray starts (`total_gib`: the card's memory; None reads it through NVML).
+
+    `compile_cache`: the run's claim on vLLM's compile cache (`medplay train` only; a plan shown by `probe` has none).
 
     The KV caches are sized from the profile's shares of the (emulated) card, before the emulation scales
     those shares to this GPU: each derivation reads the composed config, none another's result.
@@ -63,6 +71,9 @@ def derive_run_plan(config: DictConfig, judge: JudgeSettings, total_gib: float |
         if line is not None:
             lines.append(line)
     changes.update(served_judge_address(judge))
+    if compile_cache is not None:
+        changes[f"{RAY_INIT}.runtime_env.env_vars.{COMPILE_CACHE_ENV}"] = compile_cache.environment()[COMPILE_CACHE_ENV]
+        lines.append(compile_cache.line)
     cluster_changes, cluster = ray_cluster(os.environ)
     changes.update(cluster_changes)
     return RunPlan(MappingProxyType(changes), tuple(lines), cluster)

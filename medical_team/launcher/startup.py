@@ -20,6 +20,7 @@ from typing import Self
 
 from medical_team.appended_lines import FileFollower
 from medical_team.console import say
+from medical_team.launcher.compile_lines import compile_note
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,7 @@ class TrainerStages(FileFollower):
         self.stages = stages
         self.durations: dict[str, float] = {}
         self._next = 0
+        self._said: set[str] = set()  # compile notes said once each
         self._begun = 0.0
         self._started = 0.0
         super().__init__(log_file, poll_s, "medplay-startup", done=lambda: self._next >= len(self.stages))
@@ -102,6 +104,10 @@ class TrainerStages(FileFollower):
     def poll(self) -> None:
         """Say the end of every stage whose line reached the log since the last poll, and the start of the next."""
         for line in self._lines.read():
+            note = compile_note(line)
+            if note is not None and note not in self._said:
+                self._said.add(note)
+                say(f"medplay: {self.starting() or 'rollout server'}: {note}")
             if self._next >= len(self.stages) or self.stages[self._next].ends_with not in line:
                 continue
             now = time.monotonic()

@@ -134,3 +134,20 @@ def test_sigterm_while_the_trainer_starts_stops_at_once(tmp_path: Path):
     assert f"SIGTERM received while {starting}: stopping now, without waiting for a step to end" in out
     assert out.splitlines()[-1] == f"stopped: SIGTERM received while {starting}"
     assert (tmp_path / "medplay_stop_requested").is_file()
+
+
+def test_what_the_rollout_engine_did_with_its_compile_cache_is_said_once_in_its_stage(tmp_path: Path, capsys):
+    log = tmp_path / "train.log"
+    log.write_text("")
+    watcher = TrainerStages(log, poll_s=3600)  # polled by hand below
+    with watcher, log.open("a") as sink:
+        sink.write("(TaskRunnerV1 pid=1) {'actor_rollout_ref': {}}\n")
+        sink.write("(TaskRunnerV1 pid=1) INFO:...:train and validate dataloader initialized\n")
+        sink.write("(TaskRunnerV1 pid=1) INFO:...:actor and ref model engine initialized\n")
+        loaded = "INFO [backends.py:293] Directly load the compiled graph(s) for compile range (1, 8192) from the cache, took 2.514 s"
+        sink.write(f"(Worker pid=2) {loaded}\n(Worker pid=3) {loaded}\n")
+        sink.flush()
+        watcher.poll()
+    out = capsys.readouterr().out.splitlines()
+    said = [line for line in out if "cache" in line]
+    assert said == ["medplay: rollout server: compiled graphs loaded from the cache in 2.5 s"], out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from omegaconf import OmegaConf
 from verl.trainer.ppo.utils import need_critic, need_reference_policy
@@ -103,3 +105,11 @@ def test_the_fsdp_compute_precision_cpu_smoke_sets_is_a_field_verl_reads() -> No
     from verl.workers.config import FSDPEngineConfig
 
     assert "mixed_precision" in {field.name for field in fields(FSDPEngineConfig)}
+
+
+def test_a_cpu_smoke_run_starts_a_reward_worker_only_when_it_validates(tmp_path: Path) -> None:
+    # Reward workers score validation only; each is a Ray process (configs/profile/cpu-smoke.yaml).
+    base = ["profile=cpu-smoke", f"medplay.output_dir={tmp_path}"]
+    assert compose_config(base).reward.num_workers == 0
+    assert compose_config([*base, "trainer.test_freq=2"]).reward.num_workers == 1
+    assert compose_config([*base, "trainer.val_before_train=true"]).reward.num_workers == 1
