@@ -2,12 +2,12 @@
 # supervisord program `pipeline` (entrypoint `train`): probe -> config -> Ray -> [judge server] -> convert -> train.
 # Each step's output goes to stdout and to $MEDPLAY_LOGS/pipeline/STEP.log; the first failing step ends the
 # pipeline with that step's exit status. SIGTERM/SIGINT are forwarded to the running step (the trainer saves
-# a checkpoint and exits). The exit status is written to $MEDPLAY_RUN_DIR/pipeline.status for docker/supervise.py.
+# a checkpoint and exits). The exit status is written to $MEDPLAY_RUN_DIR/pipeline.status for supervise.py.
 set -euo pipefail
 
 logs="${MEDPLAY_LOGS}/pipeline"
 run_dir="${MEDPLAY_RUN_DIR}"
-supervisorctl=(supervisorctl --configuration "${MEDPLAY_HOME}/docker/supervisord.conf")
+supervisorctl=(supervisorctl --configuration "${MEDPLAY_HOME}/container/supervisord.conf")
 mkdir -p "${logs}"
 
 say() { printf '%s pipeline: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*"; }
