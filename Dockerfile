@@ -89,9 +89,10 @@ RUN --mount=type=bind,source=build/wheelhouse/full,target=/wheelhouse \
     && grep -v ' medical_team-' /wheelhouse/SHA256SUMS | cut -d' ' -f3 | sed 's|^|/wheelhouse/wheels/|' \
         | xargs pip install --no-index --no-deps \
     && cp /wheelhouse/manifest.json wheelhouse-manifest.json
-# No flash-attn (PyPI has no wheel): the pipeline trains the GPU profiles with torch's sdpa attention and without
-# padding removal, and says so (container/pipeline.sh). The NVIDIA Container Toolkit injects the driver's
-# libraries and nvidia-smi for these capabilities (the CUDA base images set the same).
+# No flash-attn (PyPI has no wheel): the pipeline passes MEDPLAY_ATTENTION to the probe (`medplay probe --attention`),
+# which trains the GPU profiles with torch's sdpa attention and without padding removal, and says so. The NVIDIA
+# Container Toolkit injects the driver's libraries and nvidia-smi for these capabilities (the CUDA base images set
+# the same).
 ENV MEDPLAY_ATTENTION=sdpa \
     NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility
