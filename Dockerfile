@@ -89,9 +89,10 @@ RUN --mount=type=bind,source=build/wheelhouse/full,target=/wheelhouse \
     && grep -v ' medical_team-' /wheelhouse/SHA256SUMS | cut -d' ' -f3 | sed 's|^|/wheelhouse/wheels/|' \
         | xargs pip install --no-index --no-deps \
     && cp /wheelhouse/manifest.json wheelhouse-manifest.json
-# No flash-attn (PyPI has no wheel): the pipeline trains the GPU profiles with torch's sdpa attention and without
-# padding removal, and says so (entrypoints/pipeline.sh). The NVIDIA Container Toolkit injects the driver's
-# libraries and nvidia-smi for these capabilities (the CUDA base images set the same).
+# No flash-attn (PyPI has no wheel): the pipeline passes MEDPLAY_ATTENTION to the probe (`medplay probe --attention`),
+# which trains the GPU profiles with torch's sdpa attention and without padding removal, and says so. The NVIDIA
+# Container Toolkit injects the driver's libraries and nvidia-smi for these capabilities (the CUDA base images set
+# the same).
 ENV MEDPLAY_ATTENTION=sdpa \
     NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility
@@ -123,7 +124,7 @@ RUN --mount=type=secret,id=pip-ca \
     && pip install --no-deps -r requirements/cpu-nodeps.in \
     && pip uninstall -y torchvision torchaudio torchcodec
 
-# --- shared: the project, the entrypoints, the user, the volumes ---------------------------------------------
+# --- shared: the project, the container's runtime, the user, the volumes --------------------------------------
 # hadolint ignore=DL3006
 FROM stack-${FLAVOUR} AS image
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
@@ -155,8 +156,9 @@ RUN --mount=type=secret,id=pip-ca \
         | { ! grep . ; } \
     && pip freeze > image-freeze.txt
 
-COPY docker/supervisord.conf docker/pipeline_events.py docker/supervise.py docker/
-COPY entrypoints entrypoints
+# The container's runtime (container/: entrypoint, supervisord and its programs, health check); docker/ holds the
+# build's own tools and is copied only where a stage needs a file of it.
+COPY container container
 
 # Ubuntu 24.04 images ship a user `ubuntu` with uid 1000; it gives way to the medplay user.
 RUN (userdel --remove ubuntu 2>/dev/null || true) \
@@ -183,7 +185,7 @@ WORKDIR /home/medplay
 
 # Healthy while the pipeline runs and, during training, while the trainer's heartbeat file is fresh.
 HEALTHCHECK --interval=60s --timeout=20s --start-period=15m --retries=3 \
-    CMD ["/opt/medplay/entrypoints/healthcheck.sh"]
+    CMD ["/opt/medplay/container/healthcheck.sh"]
 # tini reaps zombies and forwards signals; the entrypoint execs into the command (supervisord for `train`).
-ENTRYPOINT ["/usr/bin/tini", "--", "/opt/medplay/entrypoints/entrypoint.sh"]
+ENTRYPOINT ["/usr/bin/tini", "--", "/opt/medplay/container/entrypoint.sh"]
 CMD ["help"]

@@ -7,7 +7,7 @@ folder and the holder. The kernel drops the lock when the holder's last descript
 
 Only the process that took the lock holds it: the descriptor is close-on-exec, and a child forked without
 exec (multiprocessing, data-loader workers) closes its copy at once, so no process left behind by a killed
-launcher keeps the folder locked. The appliance's pipeline (entrypoints/pipeline.sh) takes the lock on a
+launcher keeps the folder locked. The appliance's pipeline (container/pipeline.sh) takes the lock on a
 descriptor of its own before its first step writes to the folder and hands that descriptor to its `medplay
 train` through `MEDPLAY_RUN_LOCK_FD`; the launcher adopts it instead of refusing its own pipeline.
 """

@@ -1,6 +1,7 @@
 """`medplay probe`: measure the host, choose the hardware profile, print a table and write probe.json.
 
 `medplay probe --plan [profile=NAME] [overrides]` writes only the memory plan of the composed config (plan.json).
+`--run-overrides FILE` also writes the overrides the run trains with (the container's pipeline passes them on).
 Exit status: 0 when the host can train the chosen profile (the plan fits), 3 when it cannot (each reason printed),
 2 for usage errors.
 """
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
     from medical_team.hardware.probe import PackageFacts, ProbeReport
 
 REFUSED = 3
+# The policy's attention implementation (verl's default: flash_attention_2, which needs the flash-attn package).
+ATTENTION_KEY = "actor_rollout_ref.model.override_config.attn_implementation"
+# Padding removal packs sequences for flash-attn: a run with any other attention trains without it.
+NO_PADDING_REMOVAL = "actor_rollout_ref.model.use_remove_padding=false"
 
 
 def _gib(value: float | None) -> str:
@@ -78,10 +83,37 @@ def render(report: ProbeReport) -> Table:
     return table
 
 
+def _names(key: str, override: str) -> bool:
+    """True when `override` sets `key` (`KEY=V`, `+KEY=V`, `++KEY=V`)."""
+    return "=" in override and override.split("=", 1)[0].lstrip("+") == key
+
+
 def requested_profile(overrides: list[str], flag: str | None) -> str | None:
     """The profile named by a `profile=NAME` override, else by --profile (`flag`)."""
-    named = [item.split("=", 1)[1] for item in overrides if item.split("=", 1)[0].lstrip("+") == "profile"]
+    named = [item.split("=", 1)[1] for item in overrides if _names("profile", item)]
     return named[-1] if named else flag
+
+
+def run_attention(overrides: list[str], host_attention: str) -> tuple[str, list[str]]:
+    """The attention the run uses, and the overrides it adds for it.
+
+    An attention the overrides name wins and adds nothing; otherwise the host's (--attention: the image's
+    MEDPLAY_ATTENTION in the container), which, unless it is flash_attention_2, adds its implementation and turns
+    padding removal off.
+    """
+    from medical_team.hardware.probe import FLASH_ATTENTION
+
+    named = [item.split("=", 1)[1] for item in overrides if _names(ATTENTION_KEY, item)]
+    if named:
+        return named[-1], []
+    if host_attention == FLASH_ATTENTION:
+        return host_attention, []
+    return host_attention, [f"++{ATTENTION_KEY}={host_attention}", NO_PADDING_REMOVAL]
+
+
+def run_overrides(profile: str, overrides: list[str]) -> list[str]:
+    """What the run trains with: `profile=PROFILE`, then the overrides but their own `profile=`."""
+    return [f"profile={profile}", *(item for item in overrides if not _names("profile", item))]
 
 
 def checked_config(profile: str, overrides: list[str]) -> DictConfig:
@@ -90,8 +122,7 @@ def checked_config(profile: str, overrides: list[str]) -> DictConfig:
     from medical_team.launcher.launch import compose_config
     from medical_team.launcher.verl_keys import check_config
 
-    others = [item for item in overrides if item.split("=", 1)[0].lstrip("+") != "profile"]
-    config = compose_config([f"profile={profile}", *others])
+    config = compose_config(run_overrides(profile, overrides))
     check_config(config)
     return config
 
@@ -183,24 +214,36 @@ def run(args: argparse.Namespace) -> int:
     """Probe the host, print the table and the verdict, write the JSON report."""
     from rich.console import Console
 
+    from medical_team.errors import UserInputError
     from medical_team.hardware.probe import PROFILES, assess, chosen_profile, collect_facts
 
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)  # logs and pipes: one line per row
     overrides = user_overrides(args, args.overrides)
+    attention, attention_overrides = run_attention(overrides, args.attention)
+    if attention_overrides:
+        console.print(
+            f"--attention {attention} and the overrides name no attention: the run uses {attention} attention "
+            f"without padding removal ({' '.join(attention_overrides)})",
+            soft_wrap=True,
+            highlight=False,
+        )
+    overrides = [*attention_overrides, *overrides]  # checked and planned as the run will train
     if args.plan:
         return run_plan(args, overrides)
+    requested = requested_profile(overrides, args.profile)
+    if requested is not None and requested not in PROFILES:
+        raise UserInputError(f"no profile {requested!r} (profiles: {', '.join(PROFILES)})", field="profile")
     checkpoints = Path(args.checkpoints or os.environ.get("MEDPLAY_CHECKPOINTS") or ".")
     facts = collect_facts(checkpoints)
-    requested = requested_profile(overrides, args.profile)
     chosen = chosen_profile(facts, requested)
     plan = None
     if facts.gpus and chosen in PROFILES and PROFILES[chosen].needs_gpu:
         plan = compose_plan(chosen, overrides, args.vram_gib or facts.gpus[0].total_vram_gib)
     elif chosen in PROFILES and overrides:
         checked_config(chosen, overrides)  # the settings' mistakes before any work, as on a GPU
-    report = assess(facts, requested, args.checkpoint_gib, args.attention, plan)
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=160)  # logs and pipes: one line per row
+    report = assess(facts, requested, args.checkpoint_gib, attention, plan)
     console.print(render(report))
     # Message lines are never wrapped: a long path must not split a sentence that logs and tests search for.
     for note in report.notes:
@@ -211,7 +254,18 @@ def run(args: argparse.Namespace) -> int:
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(report.to_json_dict(), indent=2) + "\n")
     console.print(f"profile: {report.profile}; report written to {output}", soft_wrap=True)
+    if args.run_overrides is not None:
+        write_run_overrides(Path(args.run_overrides), run_overrides(report.profile, overrides) if report.ok else None)
     return 0 if report.ok else REFUSED
+
+
+def write_run_overrides(path: Path, overrides: list[str] | None) -> None:
+    """The run's overrides, one per line; none (the file removed) when the host cannot train."""
+    if overrides is None:
+        path.unlink(missing_ok=True)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f"{item}\n" for item in overrides))
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
@@ -244,8 +298,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         "--attention",
         metavar="IMPLEMENTATION",
         default=FLASH_ATTENTION,
-        help="the attention the run uses (actor_rollout_ref.model.override_config.attn_implementation); "
-        f"default {FLASH_ATTENTION}, the only one that needs flash-attn (sdpa, eager: none)",
+        help=f"the attention this host provides, which the run uses unless the overrides name one ({ATTENTION_KEY}); "
+        f"default {FLASH_ATTENTION}, the only one that needs flash-attn (sdpa, eager: none); any other adds "
+        f"++{ATTENTION_KEY}=IMPLEMENTATION {NO_PADDING_REMOVAL} before the overrides",
+    )
+    parser.add_argument(
+        "--run-overrides",
+        metavar="FILE",
+        help="also write the overrides the run trains with, one per line, when the host can train: profile= the "
+        "chosen profile, the attention's settings, then the overrides (the container's pipeline passes them to "
+        "`config get` and `train`)",
     )
     add_config_argument(parser)
     parser.add_argument(

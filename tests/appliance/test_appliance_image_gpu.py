@@ -86,7 +86,7 @@ def test_the_default_command_ends_with_the_probes_refusal_and_writes_nothing(vol
     assert "`--gpus all`" in output and "NVIDIA driver >= 580" in output
     assert "step probe failed with exit status 3" in output
     if PYPI:
-        assert "this image has no flash-attn: the run uses sdpa attention without padding removal" in output
+        assert "name no attention: the run uses sdpa attention without padding removal" in output
     assert sorted(volumes.checkpoints.iterdir()) == []
     assert json.loads((volumes.logs / "probe.json").read_text())["ok"] is False
 

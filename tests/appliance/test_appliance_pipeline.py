@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from appliance_harness import ENTRYPOINT, REPO, free_ports, stop_session
 
+from medical_team.cli.probe import ATTENTION_KEY, NO_PADDING_REMOVAL
 from medical_team.data.medec import VALIDATION_CSV, bundled_csv
 
 pytestmark = pytest.mark.e2e
@@ -62,14 +63,12 @@ def test_broken_csv_stops_the_pipeline_on_the_cluster_in_ray_address_with_the_co
     appliance.env.update(external_ray_head.env, RAY_ADDRESS=external_ray_head.address)
     write_broken_csv(appliance.data / "medec.csv")
 
-    # cpu-smoke's own attention, given as an override so that the probe is told it (no flash-attn check); and an
-    # API key, which no line of the pipeline shows.
+    # An image without flash-attn (the gpu-pypi flavour's setting; cpu-smoke's own attention), and an API key,
+    # which no line of the pipeline shows.
+    appliance.env["MEDPLAY_ATTENTION"] = "sdpa"
     secret = "sk-pipeline-test-7e21"
     result = appliance.run(
-        "train",
-        *TRAIN_2_STEPS,
-        "actor_rollout_ref.model.override_config.attn_implementation=sdpa",
-        f"+ray_kwargs.ray_init.runtime_env.env_vars.MEDPLAY_TEST_API_KEY={secret}",
+        "train", *TRAIN_2_STEPS, f"+ray_kwargs.ray_init.runtime_env.env_vars.MEDPLAY_TEST_API_KEY={secret}"
     )
 
     message = "medec.csv:row 3: field 'Error Flag': must be an integer, found 'maybe'"
@@ -80,6 +79,11 @@ def test_broken_csv_stops_the_pipeline_on_the_cluster_in_ray_address_with_the_co
     # The steps before it ran and kept their logs; supervisord was shut down by the pipeline-exit listener.
     probe = json.loads((appliance.logs / "probe.json").read_text())
     assert (probe["profile"], probe["attention"]) == ("cpu-smoke", "sdpa")
+    # The probe decided the run's settings; the config step (and the train step after it) got them.
+    settings = f"++{ATTENTION_KEY}=sdpa {NO_PADDING_REMOVAL}"
+    assert "--attention sdpa and the overrides name no attention" in appliance.log("pipeline", "probe.log")
+    (config_step,) = [line for line in result.stdout.splitlines() if " pipeline: step config: " in line]
+    assert f"profile=cpu-smoke {settings} {' '.join(TRAIN_2_STEPS)}" in config_step
     assert "the pipeline exited (2)" in appliance.log("supervisor", "pipeline-exit.log")
     # The pipeline joined the separately started cluster instead of starting a head of its own.
     assert f"joining the existing Ray cluster at {external_ray_head.address}" in result.stdout

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from medical_team.cli import main
+from medical_team.cli.probe import ATTENTION_KEY, NO_PADDING_REMOVAL, run_attention, run_overrides
 from medical_team.hardware.probe import (
     CUDA_12_1_EXPLANATION,
     PROFILES,
@@ -190,12 +192,58 @@ def test_medplay_probe_on_this_cpu_host(tmp_path):
 
 
 def test_medplay_probe_refuses_when_the_checkpoint_disk_is_too_small(tmp_path):
-    result = run_probe(tmp_path, "--checkpoint-gib", "1000000")
+    stale = tmp_path / "run.args"
+    stale.write_text("profile=80g\n")  # an earlier run's: a refused host leaves no overrides to train with
+    result = run_probe(tmp_path, "--checkpoint-gib", "1000000", "--run-overrides", str(stale))
 
     assert result.returncode == 3
     assert f"cannot train: {tmp_path / 'checkpoints'} has" in result.stdout
     assert "one checkpoint of profile cpu-smoke needs 1e+06 GiB" in result.stdout
     assert json.loads((tmp_path / "out" / "probe.json").read_text())["ok"] is False
+    assert not stale.exists()
+
+
+def test_medplay_probe_writes_the_overrides_the_run_trains_with_in_the_hosts_attention(tmp_path):
+    # What the container's pipeline asks in an image without flash-attn (MEDPLAY_ATTENTION=sdpa).
+    written = tmp_path / "run" / "run.args"
+    result = run_probe(tmp_path, "--attention", "sdpa", "--run-overrides", str(written), "trainer.total_epochs=2")
+
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr
+    settings = [f"++{ATTENTION_KEY}=sdpa", NO_PADDING_REMOVAL]
+    assert written.read_text().splitlines() == ["profile=cpu-smoke", *settings, "trainer.total_epochs=2"]
+    assert result.stdout.splitlines()[0] == (
+        "--attention sdpa and the overrides name no attention: the run uses sdpa attention without padding removal "
+        f"({' '.join(settings)})"
+    )
+    assert json.loads((tmp_path / "out" / "probe.json").read_text())["attention"] == "sdpa"
+
+
+@pytest.mark.parametrize(
+    ("overrides", "host", "attention", "added"),
+    [
+        ([], "flash_attention_2", "flash_attention_2", []),
+        ([], "eager", "eager", [f"++{ATTENTION_KEY}=eager", NO_PADDING_REMOVAL]),
+        # An attention the overrides name wins over the host's, whatever its prefix; the last one counts.
+        ([f"{ATTENTION_KEY}=sdpa"], "flash_attention_2", "sdpa", []),
+        ([f"+{ATTENTION_KEY}=eager", f"++{ATTENTION_KEY}=sdpa"], "sdpa", "sdpa", []),
+        (["actor_rollout_ref.model.use_remove_padding=true"], "flash_attention_2", "flash_attention_2", []),
+    ],
+)  # fmt: skip
+def test_the_runs_attention_is_the_overrides_else_the_hosts(overrides, host, attention, added):
+    assert run_attention(overrides, host) == (attention, added)
+
+
+def test_the_run_trains_with_the_chosen_profile_in_place_of_the_requested_one():
+    overrides = ["profile=80g", "trainer.total_epochs=2", "+profile=48g", "trainer.experiment_name=profile=80g"]
+    kept = ["trainer.total_epochs=2", "trainer.experiment_name=profile=80g"]
+    assert run_overrides("48g", overrides) == ["profile=48g", *kept]
+
+
+def test_medplay_probe_names_an_unknown_profile(tmp_path, capsys):
+    assert main(["probe", "--output", str(tmp_path / "probe.json"), "profile=90g"]) == 2
+    error = capsys.readouterr().err
+    assert "no profile '90g' (profiles: " in error and all(name in error for name in PROFILES)
+    assert not (tmp_path / "probe.json").exists()
 
 
 def test_medplay_probe_refuses_a_gpu_profile_without_a_gpu(tmp_path):

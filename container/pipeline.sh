@@ -2,12 +2,12 @@
 # supervisord program `pipeline` (entrypoint `train`): probe -> config -> Ray -> [judge server] -> convert -> train.
 # Each step's output goes to stdout and to $MEDPLAY_LOGS/pipeline/STEP.log; the first failing step ends the
 # pipeline with that step's exit status. SIGTERM/SIGINT are forwarded to the running step (the trainer saves
-# a checkpoint and exits). The exit status is written to $MEDPLAY_RUN_DIR/pipeline.status for docker/supervise.py.
+# a checkpoint and exits). The exit status is written to $MEDPLAY_RUN_DIR/pipeline.status for supervise.py.
 set -euo pipefail
 
 logs="${MEDPLAY_LOGS}/pipeline"
 run_dir="${MEDPLAY_RUN_DIR}"
-supervisorctl=(supervisorctl --configuration "${MEDPLAY_HOME}/docker/supervisord.conf")
+supervisorctl=(supervisorctl --configuration "${MEDPLAY_HOME}/container/supervisord.conf")
 mkdir -p "${logs}"
 
 say() { printf '%s pipeline: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*"; }
@@ -103,55 +103,29 @@ fi
 if [[ -s "${run_dir}/train.args" ]]; then
     mapfile -t -O "${#user_overrides[@]}" user_overrides < "${run_dir}/train.args"
 fi
-requested_profile=""
-attention=""
-other_overrides=()
-for override in "${user_overrides[@]}"; do
-    case "${override}" in
-        profile=*) requested_profile="${override#profile=}" ;;
-        *) other_overrides+=("${override}") ;;
-    esac
-    # The probe checks for flash-attn only when the run keeps verl's flash_attention_2.
-    case "${override}" in
-        *model.override_config.attn_implementation=*) attention="${override#*attn_implementation=}" ;;
-    esac
-done
 
-# --- the image's attention: an image without flash-attn (MEDPLAY_ATTENTION=sdpa: the gpu-pypi flavour) trains
-# with that attention and without padding removal (which packs sequences for flash-attn), unless the overrides
-# name an attention themselves; the probe then checks for that attention instead of flash-attn.
-image_overrides=()
-if [[ -z "${attention}" && -n "${MEDPLAY_ATTENTION:-}" && "${MEDPLAY_ATTENTION}" != flash_attention_2 ]]; then
-    attention="${MEDPLAY_ATTENTION}"
-    image_overrides=(
-        "++actor_rollout_ref.model.override_config.attn_implementation=${attention}"
-        "actor_rollout_ref.model.use_remove_padding=false"
-    )
-    say "this image has no flash-attn: the run uses ${attention} attention without padding removal (${image_overrides[*]})"
-fi
-
-# --- probe: refuse early, choose the profile ---------------------------------------------------------------
-# The probe also checks the run's settings (every mistake at once, exit 2) before Ray, the judge or the conversion.
+# --- probe: refuse early, choose the profile and the attention ----------------------------------------------
+# The probe also checks the run's settings (every mistake at once, exit 2) before Ray, the judge or the conversion,
+# and writes the overrides the run trains with (medical_team/cli/probe.py): profile=<its choice>; the image's
+# attention settings when the image has no flash-attn (MEDPLAY_ATTENTION=sdpa: the gpu-pypi flavour) and the
+# overrides name no attention; then the user's overrides.
+run_args="${run_dir}/run.args"
 probe_args=(--output "${MEDPLAY_LOGS}/probe.json" --checkpoints "${MEDPLAY_CHECKPOINTS}")
-if [[ -n "${requested_profile}" ]]; then
-    probe_args+=(--profile "${requested_profile}")
+probe_args+=(--run-overrides "${run_args}")
+if [[ -n "${MEDPLAY_ATTENTION:-}" ]]; then
+    probe_args+=(--attention "${MEDPLAY_ATTENTION}")
 fi
-if [[ -n "${attention}" ]]; then
-    probe_args+=(--attention "${attention}")
-fi
-run_step probe medplay probe "${probe_args[@]}" "${image_overrides[@]}" "${other_overrides[@]}"
-profile="$(python -c 'import json, sys; print(json.load(open(sys.argv[1]))["profile"])' "${MEDPLAY_LOGS}/probe.json")"
-say "hardware profile: ${profile}"
+run_step probe medplay probe "${probe_args[@]}" "${user_overrides[@]}"
+mapfile -t run_overrides < "${run_args}"
+say "hardware profile: ${run_overrides[0]#profile=}"
 
 # --- the training config as `medplay train` will compose it (YAML, profile and overrides alike) --------------
 data_dir="${MEDPLAY_CHECKPOINTS}/data"
 train_overrides=(
-    "profile=${profile}"
     "medplay.output_dir=${MEDPLAY_CHECKPOINTS}"
     "trainer.default_local_dir=${MEDPLAY_CHECKPOINTS}"
     "medplay.data_dir=${data_dir}"
-    "${image_overrides[@]}"
-    "${other_overrides[@]}"
+    "${run_overrides[@]}"
 )
 # config_values FILE KEY... OVERRIDES...: the composed values, one line per key, into FILE (and the step's log).
 config_values() {
