@@ -93,13 +93,14 @@ def test_no_module_imports_another_worlds_code_but_its_entry_points() -> None:
 
 
 def test_the_check_sees_a_crossing_a_lazy_one_and_lets_an_entry_point_through(tmp_path: Path) -> None:
-    """A worker importing the launcher at the top, a launcher importing a worker inside a function, an entry point."""
+    """A worker importing the launcher at the top, the launcher and the shared layer importing a worker inside a
+    function, and the launcher importing a worker's entry point."""
     root = tmp_path / "pkg"
     for folder in ("launcher", "worker", "shared"):
         (root / folder).mkdir(parents=True)
         (root / folder / "__init__.py").write_text("")
     (root / "__init__.py").write_text("")
-    (root / "shared" / "names.py").write_text("NAME = 1\n")
+    (root / "shared" / "names.py").write_text("NAME = 1\n\n\ndef late():\n    from pkg.worker import loop\n")
     (root / "worker" / "actor.py").write_text("from pkg.shared.names import NAME\n")
     (root / "worker" / "loop.py").write_text("from pkg.launcher import console\n")
     (root / "launcher" / "console.py").write_text(
@@ -109,6 +110,7 @@ def test_the_check_sees_a_crossing_a_lazy_one_and_lets_an_entry_point_through(tm
     worlds = {"launcher": "launcher", "worker": "worker"}
     assert crossings(root, worlds, {"pkg.worker.actor": {"launcher"}}) == [
         "launcher/run.py (launcher) imports pkg.worker.loop (worker)",
+        "shared/names.py (shared layer) imports pkg.worker.loop (worker)",
         "worker/loop.py (worker) imports pkg.launcher.console (launcher)",
     ]
-    assert len(crossings(root, worlds, {})) == 3  # the entry point too, once it is not one
+    assert len(crossings(root, worlds, {})) == 4  # the entry point too, once it is not one
