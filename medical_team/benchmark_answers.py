@@ -2,7 +2,7 @@
 
 `<medplay.validation_dir>/step_<N>/` holds `responses.jsonl` (one `{"text_id", "response"}` line per note, the
 lines of `medplay eval`'s own responses file) and `validation.json` (the benchmark file, the model, the step and
-how the answers were generated). The trainer writes it (medical_team/verl_ext/trainer.py), the evaluation reads
+how the answers were generated). The trainer writes it (medical_team/task_runner/trainer.py), the evaluation reads
 it (medical_team/evaluate/evaluation.py, `score_validation_answers`): docs/evaluation.md, "Validation on the
 benchmark".
 """

@@ -1,7 +1,7 @@
 """verl's checkpoint folder, read without verl: the `global_step_N` folders and the tracker file naming the latest.
 
-Used by the trainer's reliability hooks (`verl_ext/reliability/checkpoints.py`) and by `medplay eval`
-(`evaluate/model_source.py`), which must not depend on verl_ext.
+Used by the trainer's reliability hooks (`reliability/checkpoints.py`) and by `medplay eval`
+(`evaluate/model_source.py`), which must import no verl.
 """
 
 from __future__ import annotations

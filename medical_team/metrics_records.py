@@ -9,7 +9,7 @@ progress tails it and parses each whole line with `parse_record`. The rules:
 - a last line without its newline that is not a whole record is skipped: the run may be writing it;
 - any other line that is not a record is an error naming the file and the line (`UserInputError`).
 
-No verl import: verl_ext, evaluate and cli all read the file.
+No verl import: the trainer, the launcher, evaluate and cli all read the file.
 """
 
 from __future__ import annotations

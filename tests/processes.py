@@ -29,7 +29,7 @@ def sigterm_once_ready(folder: Path, reason: str, setup: str = "", context: str 
     callback) that waits inside `context`: SIGTERM once it says `ready`; its exit status and output."""
     code = (
         "import contextlib, sys, time\nfrom pathlib import Path\n"
-        "from medical_team.verl_ext.reliability.graceful_stop import install_sigterm_handler, stopped_while\n"
+        "from medical_team.launcher.graceful_stop import install_sigterm_handler, stopped_while\n"
         f"folder = Path(sys.argv[1])\n{setup}\ninstall_sigterm_handler(folder, 600, {reason})\n"
         f"try:\n    with {context}:\n        print('ready', flush=True)\n        time.sleep(600)\n"
         "except KeyboardInterrupt:\n    print('stopped:', stopped_while[0], flush=True)\n"

@@ -78,7 +78,7 @@ def write_run(root: Path) -> tuple[Path, dict[int, list[GameRecord]]]:
     metrics file and the records written, by step."""
     from verl.utils.tracking import Tracking
 
-    from medical_team.verl_ext.reliability.game_records_file import write_step_records
+    from medical_team.task_runner.game_records_file import write_step_records
 
     metrics_file = root / "checkpoints" / "metrics.jsonl"
     metrics_file.parent.mkdir(parents=True, exist_ok=True)

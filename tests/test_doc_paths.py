@@ -184,7 +184,7 @@ class Tree:
     names: frozenset[str]  # file names
     paths: frozenset[str]  # file paths relative to the root
     written: frozenset[str]  # page names the product writes
-    package_folders: frozenset[str]  # folder names inside the package (`verl_ext`, `game`, `cpu`, ...)
+    package_folders: frozenset[str]  # folder names inside the package (`task_runner`, `game`, `cpu`, ...)
 
     @classmethod
     def read(cls, root: Path) -> Tree:

@@ -34,9 +34,9 @@ REGISTRY = ("judge_kinds.py",)
 OTHER_NAMESPACES = {
     ("evaluate/generation.py", "backend == 'vllm'"): "medplay eval's generation backend (--backend)",
     ("launcher/kv_caches.py", "config.actor_rollout_ref.rollout.name != 'vllm'"): "verl's rollout engine",
-    ("verl_ext/cpu/patches.py", "distribution_name.lower() != 'vllm'"): "a Python distribution's name",
-    ("judge/body_limit.py", "scope['type'] != 'http'"): "an ASGI scope's type",
-    ("judge/access_middleware.py", "scope['type'] != 'http'"): "an ASGI scope's type",
+    ("plugin/cpu/patches.py", "distribution_name.lower() != 'vllm'"): "a Python distribution's name",
+    ("judge_server/body_limit.py", "scope['type'] != 'http'"): "an ASGI scope's type",
+    ("judge_server/access_middleware.py", "scope['type'] != 'http'"): "an ASGI scope's type",
 }
 COLLECTIONS = ("tuple", "list", "set", "frozenset")
 

@@ -1,15 +1,15 @@
-"""The package's layers: models -> hardware -> data -> game -> judge -> verl_ext -> launcher -> evaluate -> cli, each
-importing only layers before it (models imports none).
+"""The package's layers: models -> hardware -> data -> game -> judge -> reliability -> run -> plugin -> judge_server
+-> agent_loop -> task_runner -> launcher -> evaluate -> cli, each importing only layers before it (models imports none).
 
 Every `import` statement is read from the source (those inside functions too), so a lazy import
 that runs back up a layer is caught without running it; `from package import module` counts as importing that module.
-`evaluate` stands beside `verl_ext`, not on it: it reads checkpoints through `medical_team.checkpoint_folder`. The
-top-level modules (vocab, errors, console, stack, checkpoint_folder, judge_kinds, ...) sit below every layer; `models`
-(real and tiny models prepared offline, and model shapes) is the lowest layer and `hardware` (probe, memory plan, card
-emulation) the next. `verl_ext` holds what verl loads in its Ray workers; `launcher` (the `medplay train` process
-around them) sits above it, so no in-worker plugin imports launcher code. No module takes part in an import cycle.
-`data`, `game` and `judge` import no verl, Ray or vLLM, checked also by importing all their modules in a fresh
-interpreter.
+`evaluate` stands beside the Ray processes' code and the launcher, not on them: it reads checkpoints through
+`medical_team.checkpoint_folder` and `reliability`. The top-level modules (vocab, errors, console, stack,
+checkpoint_folder, judge_kinds, ...) sit below every layer; `models` (real and tiny models prepared offline, and model
+shapes) is the lowest layer and `hardware` (probe, memory plan) the next. Which process each folder's code runs in,
+and what one process's code may import of another's, is tests/test_worlds.py's. No module takes part in an import
+cycle. The shared layers (models, hardware, data, game, judge, reliability, run) import no verl, Ray or vLLM, checked
+also by importing all their modules in a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -24,11 +24,26 @@ import pytest
 import medical_team
 
 PACKAGE = Path(medical_team.__file__).resolve().parent
-LAYERS = ("models", "hardware", "data", "game", "judge", "verl_ext", "launcher", "evaluate", "cli")
+LAYERS = (
+    "models",
+    "hardware",
+    "data",
+    "game",
+    "judge",
+    "reliability",
+    "run",
+    "plugin",
+    "judge_server",
+    "agent_loop",
+    "task_runner",
+    "launcher",
+    "evaluate",
+    "cli",
+)
 # Layer -> the medplay layers it may import (top-level modules are open to all).
 ALLOWED = {layer: set(LAYERS[:index]) for index, layer in enumerate(LAYERS)}
-ALLOWED["evaluate"] -= {"verl_ext", "launcher"}
-FRAMEWORK_FREE = ("data", "game", "judge")
+ALLOWED["evaluate"] -= {"plugin", "judge_server", "agent_loop", "task_runner", "launcher"}
+FRAMEWORK_FREE = ("models", "hardware", "data", "game", "judge", "reliability", "run")
 FRAMEWORKS = {"verl", "ray", "vllm"}
 
 
@@ -102,17 +117,18 @@ def test_framework_free_layers_name_no_framework(layer: str) -> None:
 
 
 def test_framework_free_layers_pull_in_no_framework_when_imported() -> None:
-    """Every module of data, game and judge imported together loads no verl, Ray or vLLM (nor a higher layer)."""
+    """Every module of the shared layers imported together loads no verl, Ray or vLLM (nor a process's own code)."""
     modules = [
         ".".join(("medical_team", *path.relative_to(PACKAGE).with_suffix("").parts)).removesuffix(".__init__")
         for layer in FRAMEWORK_FREE
         for path in sources(layer)
     ]
+    processes = [["medical_team", layer] for layer in LAYERS if layer not in FRAMEWORK_FREE]
     code = (
         "import importlib, sys\n"
         f"for name in {modules!r}: importlib.import_module(name)\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in {'verl', 'ray', 'vllm'} "
-        "or m.startswith(('medical_team.verl_ext', 'medical_team.launcher', 'medical_team.evaluate', 'medical_team.cli'))))"
+        f"or m.split('.')[:2] in {processes!r}))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -12,7 +12,7 @@ from pathlib import Path
 def run(args: argparse.Namespace) -> int:
     """Verify the checkpoint against its manifest, export it, and say what was written."""
     from medical_team.evaluate.export import export_checkpoint
-    from medical_team.verl_ext.reliability.verified import verified_checkpoint
+    from medical_team.reliability.verified import verified_checkpoint
 
     checkpoint = verified_checkpoint(Path(args.checkpoint))
     for line in checkpoint.skipped:

@@ -19,8 +19,8 @@ from medical_team.judge.access import TOKEN_ENV
 from medical_team.judge_kinds import JUDGE_BACKENDS, LOCAL_BACKENDS, backend_kind
 
 if TYPE_CHECKING:
-    from medical_team.judge.app import ServerSettings
     from medical_team.judge.settings import JudgeSettings
+    from medical_team.judge_server.app import ServerSettings
 
 # The server's default backend is rules: the YAML's (vllm) is served by `medplay train`, not behind this server.
 SERVE_JUDGE = JudgeOptions(LOCAL_BACKENDS, "rules", "judge backend (default: rules)")
@@ -29,7 +29,7 @@ SERVE_JUDGE = JudgeOptions(LOCAL_BACKENDS, "rules", "judge backend (default: rul
 def _server_settings(args: argparse.Namespace, judge: JudgeSettings) -> ServerSettings:
     """Where the server listens and what one request may carry; invalid values become `UserInputError`."""
     from medical_team.judge.access import judge_token
-    from medical_team.judge.app import ServerSettings
+    from medical_team.judge_server.app import ServerSettings
 
     limits = {"max_body_bytes": args.max_body_bytes, "max_batch": args.max_batch, "max_concurrent": args.max_concurrent}
     try:
@@ -46,10 +46,10 @@ def _server_settings(args: argparse.Namespace, judge: JudgeSettings) -> ServerSe
 def run_serve(args: argparse.Namespace) -> int:
     """Build the backend (in the background), then serve until SIGINT/SIGTERM."""
     from medical_team.game.rewards import RewardConfig
-    from medical_team.judge.app import create_app
     from medical_team.judge.backends import build_judge
     from medical_team.judge.scorer import JudgeScorer
-    from medical_team.judge.serving import serve_forever
+    from medical_team.judge_server.app import create_app
+    from medical_team.judge_server.serving import serve_forever
 
     judge, runtime = judge_settings(args, SERVE_JUDGE)
     server = _server_settings(args, judge)

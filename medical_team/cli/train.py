@@ -12,7 +12,7 @@ from pathlib import Path
 from medical_team.errors import UserInputError
 from medical_team.metrics_records import read_step_records
 from medical_team.redaction import redacted_overrides
-from medical_team.verl_ext.benchmark_validation import BENCHMARK_ACCURACY_METRIC
+from medical_team.run.benchmark_validation import BENCHMARK_ACCURACY_METRIC
 
 DEFAULT_PROFILE = "cpu-smoke"
 # The probe's report; its `profile` field names the hardware profile it chose.

@@ -4,7 +4,7 @@ The output holds the merged model's files (copied: verl rewrites a step's files 
 step again, which would change a hard-linked export), the LoRA adapter under `lora_adapter/` when the checkpoint has
 one, the run's config (`training_config.yaml`, secrets redacted), `README.md` (`model_card.py`) and
 `medplay_export.json` (the card's facts). It is written into a sibling folder, then renamed: a failed export leaves
-no output. The checkpoint is verified by the caller (`verl_ext/reliability/verified.py`); only files that its
+no output. The checkpoint is verified by the caller (`reliability/verified.py`); only files that its
 manifest lists, and that matched it, are exported.
 """
 
@@ -25,7 +25,7 @@ from medical_team.evaluate.model_source import resolve_model
 from medical_team.redaction import redacted
 from medical_team.stack import run_record
 
-ADAPTER_DIR = "lora_adapter"  # beside `huggingface` in verl's actor folder (verl_ext/lora_export.py)
+ADAPTER_DIR = "lora_adapter"  # beside `huggingface` in verl's actor folder (task_runner/lora_export.py)
 CARD = "README.md"
 RECORD = "medplay_export.json"
 TRAINING_CONFIG = "training_config.yaml"
@@ -33,7 +33,7 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
 
 
 class VerifiedStep(Protocol):
-    """A checkpoint step the caller verified against its manifest (`verl_ext.reliability.verified.VerifiedCheckpoint`)."""
+    """A checkpoint step the caller verified against its manifest (`reliability.verified.VerifiedCheckpoint`)."""
 
     step: int
     folder: Path  # global_step_N

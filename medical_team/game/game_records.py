@@ -2,7 +2,7 @@
 
 The trainer keeps `medplay.report.games_per_step` games of each step (`step_records`), picked the same
 way in every run whatever order the games finished in, and writes them before the step is committed to
-`<folder of medplay.metrics_file>/games/step_<N>.jsonl` (`verl_ext/reliability/game_records_file.py`); a
+`<folder of medplay.metrics_file>/games/step_<N>.jsonl` (`task_runner/game_records_file.py`); a
 step played again after a resume replaces its file. `medplay report` reads the folder with
 `read_game_records`. A record is one JSON object per line: the step, every field of the game's
 `GameOutcome.to_record()` (category, note_id, truth, the assessor's verdict, the judge's faithfulness and

@@ -300,7 +300,7 @@ def as_vanilla(seed: GameSeed) -> GameSeed:
 def score_assessor(seed: GameSeed, response: str, rewards: RewardConfig) -> AssessorScore:
     """The assessor's reward for `response` on `seed`'s own note, whatever its category: a vanilla game, settled.
 
-    verl's validation reward (`verl_ext/reward_fn.py`) and OpenRLHF's (`judge/openrlhf_rewards.py`: the
+    verl's validation reward (`agent_loop/reward_fn.py`) and OpenRLHF's (`judge/openrlhf_rewards.py`: the
     judge server's `POST /judge` and the reward-function file) score through here, so they give the
     reward self-play gives the assessor in a vanilla game.
     """

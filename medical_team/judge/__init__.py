@@ -1,4 +1,5 @@
-"""Judges for adversarial games: rule checks, model backends, the HTTP judge server and its client.
+"""Judges for adversarial games: rule checks, model backends and the client of a judge server.
 
-Public entry points: `build_judge` (backends.py), `HttpJudge` (client.py), `create_app` (app.py).
+Public entry points: `build_judge` (backends.py), `HttpJudge` (client.py); the server itself is
+medical_team/judge_server/ (`create_app`).
 """

@@ -1,6 +1,6 @@
 """The judge's settings: the schema of `medplay.judge` (configs/medplay.yaml), used by training and `medplay judge`.
 
-Training binds it as part of the `medplay:` section (`verl_ext/settings.py`); callers without a composed
+Training binds it as part of the `medplay:` section (`run/settings.py`); callers without a composed
 config (the judge commands, tests, scripts) bind the packaged YAML's section with their changes through
 `packaged_judge_settings`. Both go through `medical_team.schema.bind`; the values live in the YAML only.
 """

@@ -30,7 +30,7 @@ from typing import Any
 
 from medical_team.checkpoint_folder import last_checkpoint
 from medical_team.metrics_records import read_step_records
-from medical_team.verl_ext.run_failures import ActorProcessDiedError
+from medical_team.run.failures import ActorProcessDiedError
 
 POLL_S = 2.0
 GIVE_UP_AFTER_S = 30.0

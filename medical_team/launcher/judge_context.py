@@ -25,7 +25,7 @@ from medical_team.game.judging import JudgeRequest
 from medical_team.game.settle import intended_label
 from medical_team.judge.prompt import judge_messages
 from medical_team.launcher.prompt_lengths import RESPONSE_LENGTH_KEY, split_rows
-from medical_team.verl_ext.settings import SelfPlaySettings
+from medical_team.run.settings import SelfPlaySettings
 
 log = logging.getLogger(__name__)
 

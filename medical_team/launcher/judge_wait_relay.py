@@ -1,8 +1,8 @@
 """The launcher's half of the judge waits: the wait lines the agent-loop workers print, said on the console.
 
-The workers' half (medical_team/verl_ext/judge_waits.py) prints a WAIT_MARK line while games wait on the judge; Ray
+The workers' half (medical_team/agent_loop/judge_waits.py) prints a WAIT_MARK line while games wait on the judge; Ray
 forwards it to the run log only. `JudgeWaitRelay` follows the run log and says those lines on the console; its
-`waiting()` tells the SIGTERM handler that a step cannot end soon (reliability/graceful_stop.py).
+`waiting()` tells the SIGTERM handler that a step cannot end soon (graceful_stop.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from medical_team.appended_lines import FileFollower
 from medical_team.console import say
-from medical_team.verl_ext.judge_waits import OVER, WAIT_MARK
+from medical_team.run.judge_wait_lines import OVER, WAIT_MARK
 
 # Ray's prefix of a forwarded line, "(AgentLoopWorker pid=123, ip=...) ": which worker said it.
 _RAY_PREFIX = re.compile(r"\((?P<who>[^)]*)\)\s*$")

@@ -20,8 +20,8 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from medical_team.errors import UserInputError
-from medical_team.hardware.gpu_cap import card_total_gib
 from medical_team.hardware.memory_plan import GIB, memory_plan, plan_inputs
+from medical_team.launcher.card_emulation import card_total_gib
 
 ROLLOUT_KV_KEY = "actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes"
 JUDGE_KV_KEY = "medplay.judge.serve.kv_cache_memory_bytes"

@@ -23,7 +23,7 @@ from medical_team.run_lock import hold_run_lock, release_run_lock
 if TYPE_CHECKING:
     from medical_team.judge.settings import JudgeSettings
     from medical_team.launcher.run_plan import RunPlan
-    from medical_team.verl_ext.settings import SelfPlaySettings
+    from medical_team.run.settings import SelfPlaySettings
 
 CONFIG_MODULE = "medical_team.configs"
 CONFIG_NAME = "medplay"
@@ -219,8 +219,8 @@ def record_run(config: DictConfig) -> None:
 
 def prepare_checkpoints(config: DictConfig) -> None:
     """Point verl's tracker at the newest complete checkpoint and forget an old stop request."""
-    from medical_team.verl_ext.reliability.checkpoints import repair_tracker
-    from medical_team.verl_ext.reliability.graceful_stop import clear_stop_request
+    from medical_team.reliability.checkpoints import repair_tracker
+    from medical_team.reliability.stop_request import clear_stop_request
 
     checkpoint_dir = Path(config.trainer.default_local_dir)
     if config.trainer.resume_mode == "auto":
@@ -256,7 +256,7 @@ def plan_config(config: DictConfig, total_gib: float | None = None, claim_cache:
     from medical_team.launcher.judge_run import check_judge
     from medical_team.launcher.run_plan import derive_run_plan, planned_config
     from medical_team.launcher.verl_keys import check_config
-    from medical_team.verl_ext.settings import settings_from_trainer_config
+    from medical_team.run.settings import settings_from_trainer_config
 
     settings = check_config(config)
     check_judge(settings.judge)
@@ -313,7 +313,7 @@ def run_verl(
 
     The console shows each startup stage as it begins and ends (medical_team/launcher/startup.py); the
     trainer's readiness is counted from `run_started` (when `medplay train` began) when given. `stuck`
-    tells the SIGTERM handler why the step in progress cannot end (reliability/graceful_stop.py); `ray_cluster`
+    tells the SIGTERM handler why the step in progress cannot end (graceful_stop.py); `ray_cluster`
     says which cluster Ray starts or joins (the run plan's, which set ray_kwargs.ray_init for it).
     """
     import ray
@@ -323,9 +323,9 @@ def run_verl(
     from verl.utils.device import auto_set_device
 
     from medical_team.launcher.dead_actors import ends_on_dead_actor
+    from medical_team.launcher.graceful_stop import install_sigterm_handler
     from medical_team.launcher.ray_start import start_ray
-    from medical_team.verl_ext.reliability.graceful_stop import install_sigterm_handler
-    from medical_team.verl_ext.task_runner import SelfPlayTaskRunner
+    from medical_team.task_runner.task_runner import SelfPlayTaskRunner
 
     auto_set_device(config)
     validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
@@ -380,6 +380,7 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
 
 def _train(composed: DictConfig, started: float, verbose: bool) -> RunPaths:
     """`train` once the run's folders are locked."""
+    from medical_team.launcher.graceful_stop import stopped_while
     from medical_team.launcher.judge_context import check_judge_context
     from medical_team.launcher.judge_run import record_judge
     from medical_team.launcher.judge_wait_relay import JudgeWaitRelay
@@ -390,7 +391,7 @@ def _train(composed: DictConfig, started: float, verbose: bool) -> RunPaths:
     from medical_team.launcher.run_errors import end_run, failure_report
     from medical_team.launcher.served_judge import serve_judge
     from medical_team.launcher.shm_cleanup import remove_orphaned_segments, shm_segments
-    from medical_team.verl_ext.reliability.graceful_stop import StoppedWhileWaitingError, stopped_while
+    from medical_team.reliability.stop_request import StoppedWhileWaitingError
 
     # Everything derived from this machine (KV cache bytes, the emulated card, the judge's address, Ray's
     # cluster), once: from here on the config is only read.

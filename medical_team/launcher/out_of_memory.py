@@ -8,7 +8,7 @@ vLLM server's `generate`, a verl contact checked by tests/launcher/test_out_of_m
 figures are the last ones verl logged in the run log ("memory allocated (GB): ..."), beside torch's own
 "Tried to allocate ..." line.
 
-Tests make a phase run out of memory for real with `MEDPLAY_INJECT_OOM` (medical_team/verl_ext/oom_injection.py).
+Tests make a phase run out of memory for real with `MEDPLAY_INJECT_OOM` (medical_team/run/oom_injection.py).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 
 from medical_team.errors import UserInputError
 from medical_team.metrics_records import read_step_records
-from medical_team.verl_ext.oom_injection import JUDGE_SERVER, PHASE_METHODS
-from medical_team.verl_ext.run_failures import NO_TRAJECTORIES, JudgeServerError
+from medical_team.run.failures import NO_TRAJECTORIES, JudgeServerError
+from medical_team.run.oom_injection import JUDGE_SERVER, PHASE_METHODS
 
 PHASES = (*PHASE_METHODS, JUDGE_SERVER)
 # What to turn, per phase (medplay's settings and verl's); `medplay probe --plan` sizes them for a card.

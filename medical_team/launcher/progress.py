@@ -21,8 +21,8 @@ from medical_team.console import say
 from medical_team.errors import UserInputError
 from medical_team.game.alarm import STREAK_PREFIX, AlarmFiring
 from medical_team.metrics_records import parse_record
-from medical_team.verl_ext.benchmark_validation import BENCHMARK_ACCURACY_METRIC
-from medical_team.verl_ext.settings import MonitorSettings
+from medical_team.run.benchmark_validation import BENCHMARK_ACCURACY_METRIC
+from medical_team.run.settings import MonitorSettings
 
 # (metric, format) shown after the bar; the per-step summary after training shows more.
 KEY_METRICS = (

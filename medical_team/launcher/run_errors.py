@@ -11,9 +11,9 @@ from typing import NoReturn
 from medical_team.console import say
 from medical_team.judge.gold_probe import JudgeGoldFloorError
 from medical_team.judge.outage import JudgeUnavailableError
-from medical_team.verl_ext.reliability.graceful_stop import StoppedWhileWaitingError
-from medical_team.verl_ext.reliability.guards import NonFiniteTrainingError
-from medical_team.verl_ext.run_failures import (
+from medical_team.reliability.guards import NonFiniteTrainingError
+from medical_team.reliability.stop_request import StoppedWhileWaitingError
+from medical_team.run.failures import (
     ActorProcessDiedError,
     AllTiesError,
     JudgeServerError,
@@ -63,7 +63,7 @@ def failure_report(error: BaseException) -> tuple[str, int]:
     names one: the served judge 4 or 5, a stop while games waited on the judge 143); anything else: 1.
     """
     from medical_team.launcher.out_of_memory import RunOutOfMemoryError
-    from medical_team.verl_ext.run_failures import OUT_OF_MEMORY_EXIT
+    from medical_team.run.failures import OUT_OF_MEMORY_EXIT
 
     if isinstance(error, RunOutOfMemoryError):
         return f"medplay train: {error}", OUT_OF_MEMORY_EXIT

@@ -2,7 +2,7 @@
 
 The user's config says what to run; some values a run needs come from this machine and the config together:
 both vLLM engines' KV caches in bytes (the memory plan, kv_caches.py), the emulated card's vLLM shares and the
-workers' memory cap (hardware/gpu_cap.py), the served judge's address and model folder (served_judge_plan.py), and
+workers' memory cap (card_emulation.py), the served judge's address and model folder (served_judge_plan.py), and
 whether Ray starts a private cluster or joins `RAY_ADDRESS`. `derive_run_plan` computes them all from the bound
 config; `planned_config` applies them to a copy and makes its `medplay:` section read-only. The launcher binds
 that config once more and every later step (the judge's server, Ray, verl's workers, which receive the config
@@ -60,7 +60,7 @@ def derive_run_plan(
     The KV caches are sized from the profile's shares of the (emulated) card, before the emulation scales
     those shares to this GPU: each derivation reads the composed config, none another's result.
     """
-    from medical_team.hardware.gpu_cap import card_emulation
+    from medical_team.launcher.card_emulation import card_emulation
     from medical_team.launcher.kv_caches import kv_cache_sizes
     from medical_team.launcher.served_judge_plan import served_judge_address
 

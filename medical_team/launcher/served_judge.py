@@ -25,7 +25,7 @@ from medical_team.judge.settings import JudgeSettings
 from medical_team.launcher.served_judge_command import vllm_command
 from medical_team.launcher.served_judge_process import STAGE, JudgeServer
 from medical_team.launcher.startup import started_line
-from medical_team.verl_ext.run_failures import JudgeServerError
+from medical_team.run.failures import JudgeServerError
 
 LOG_NAME = "judge-server.log"
 # After a failure, the launcher's main thread gets this long to unwind (Ray's shutdown) before the process ends.

@@ -1,7 +1,7 @@
 """The served judge's vLLM server process: started in its own process group, watched, stopped.
 
-`JudgeServer` launches the command (served_judge_command.py) through served_judge_exec.py, so that the
-server ends with the launcher, and watches it on daemon threads (docs/reliability.md, "The served judge
+`JudgeServer` launches the command (served_judge_command.py) through medical_team/judge_server/served_judge_exec.py,
+so that the server ends with the launcher, and watches it on daemon threads (docs/reliability.md, "The served judge
 fails"): while it starts, a console line every `report_every_s` with the seconds waited and its log's last
 line; a fatal line in its log (FATAL_LINES), its exit, or (once it answered) `health_failures` failed
 `/health` probes in a row fail it with its log's last lines, the phase (START_UP or SERVING) and the setting
@@ -22,13 +22,13 @@ from pathlib import Path
 
 from medical_team.appended_lines import AppendedLines
 from medical_team.console import say
-from medical_team.launcher import served_judge_exec
+from medical_team.judge_server import served_judge_exec
 from medical_team.launcher.served_judge_command import MODEL_KNOB, FatalLine, fatal_line
 from medical_team.launcher.served_judge_plan import served_url
 from medical_team.launcher.startup import ready_line
 from medical_team.process_group import stop_process_group
-from medical_team.verl_ext.judge_server_ready import answers, healthy
-from medical_team.verl_ext.run_failures import JUDGE_START_UP, OUT_OF_MEMORY_EXIT, JudgeServerError
+from medical_team.run.failures import JUDGE_START_UP, OUT_OF_MEMORY_EXIT, JudgeServerError
+from medical_team.run.judge_server_ready import answers, healthy
 
 STAGE = "judge server"  # its name on the console's startup lines
 EXEC_WRAPPER = served_judge_exec.__name__  # run with `python -m`, the server's command after it

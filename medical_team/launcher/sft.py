@@ -30,6 +30,7 @@ from medical_team.launcher.launch import (
     runtime_env_vars,
     save_config,
 )
+from medical_team.run.verl_version import check_verl_version
 from medical_team.run_lock import hold_run_lock, release_run_lock
 
 SFT_GROUP = "sft"
@@ -89,6 +90,7 @@ def run_sft_trainer(sft_config: DictConfig) -> None:
     verl's `initialize_global_process_group` builds `cpu:gloo,<device>:<backend>`, which torch rejects on
     the `cpu` platform; the Ray variant is the one the CPU runtime already patches to plain gloo.
     """
+    check_verl_version()
     import torch.distributed
     from verl.trainer.sft_trainer import SFTTrainer
     from verl.utils.distributed import destroy_global_process_group, initialize_global_process_group_ray

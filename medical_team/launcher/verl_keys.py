@@ -5,7 +5,9 @@ Keys that verl 0.9.1's own `ppo_trainer` does not define are typos, unless liste
 otherwise be ignored without a word. A few verl values medplay cannot run without are checked too
 (`REQUIRED`), values of another type than verl's YAML gives them (`wrong_types`: text where verl has a number),
 the numbers a run cannot start with (`POSITIVE`: a learning rate of 0 or less, an empty prompt or response) and
-a prompt cap that cannot hold a rewrite (`length_problems`). `medplay:` is checked by its schema, `settings.py`; `check_config` runs both at once.
+a prompt cap that cannot hold a rewrite (`length_problems`). `medplay:` is checked by its schema,
+medical_team/run/settings.py; `check_config` runs both at once, once the installed verl is known to be the release
+medplay was written for (`check_verl_version`).
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from medical_team.verl_ext.verl_version import VERL_VERSION
+from medical_team.run.verl_version import VERL_VERSION, check_verl_version
 
 if TYPE_CHECKING:
-    from medical_team.verl_ext.settings import SelfPlaySettings
+    from medical_team.run.settings import SelfPlaySettings
 
 # Subtrees whose keys are free-form (passed on as keyword arguments), or medplay's own section.
 FREE_FORM = (
@@ -30,7 +32,7 @@ FREE_FORM = (
     "actor_rollout_ref.rollout.engine_kwargs",  # vLLM engine arguments
     "ray_kwargs.ray_init",  # ray.init arguments
     "reward.custom_reward_function.reward_kwargs",  # keyword arguments of the reward function
-    "medplay",  # validated by medical_team/verl_ext/settings.py
+    "medplay",  # validated by medical_team/run/settings.py
     "hydra",
 )
 _FREE_SUBKEYS = tuple(tree + "." for tree in FREE_FORM)
@@ -159,8 +161,9 @@ def length_problems(config: DictConfig) -> list[str]:
 def check_config(config: DictConfig) -> SelfPlaySettings:
     """The `medplay:` settings of a composed training config, once every problem of the whole config is known:
     a `UserInputError` naming all of them (verl's keys and values, then the `medplay:` section) otherwise."""
-    from medical_team.verl_ext.settings import settings_from_trainer_config
+    from medical_team.run.settings import settings_from_trainer_config
 
+    check_verl_version()
     return settings_from_trainer_config(config, verl_problems(config))
 
 

@@ -24,8 +24,8 @@ from medical_team.launcher.served_judge import LOG_NAME
 from medical_team.launcher.served_judge_command import MODEL_KNOB
 from medical_team.launcher.served_judge_plan import free_port
 from medical_team.launcher.served_judge_process import START_UP
-from medical_team.verl_ext.judge_waits import WAIT_MARK
-from medical_team.verl_ext.run_failures import JUDGE_FAILED_EXIT
+from medical_team.run.failures import JUDGE_FAILED_EXIT
+from medical_team.run.judge_wait_lines import WAIT_MARK
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 FAKE = str(Path(__file__).parents[1] / "launcher" / "fake_judge_server.py")

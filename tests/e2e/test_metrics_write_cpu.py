@@ -22,7 +22,7 @@ from cpu_smoke import convert, train_command
 from tiny_filesystem import on_tiny_filesystem, tiny_filesystem_unavailable
 
 from medical_team.checkpoint_folder import read_tracker
-from medical_team.verl_ext.reliability.checkpoints import COMPLETE_MARKER, repair_tracker
+from medical_team.reliability.checkpoints import COMPLETE_MARKER, repair_tracker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 

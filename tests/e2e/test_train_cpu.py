@@ -29,7 +29,7 @@ from medical_team.checkpoint_folder import read_tracker
 from medical_team.cli import main
 from medical_team.game.game_records import games_folder, read_game_records
 from medical_team.launcher.shm_cleanup import remove_orphaned_segments, shm_segments
-from medical_team.verl_ext.reliability.checkpoints import COMPLETE_MARKER
+from medical_team.reliability.checkpoints import COMPLETE_MARKER
 
 pytestmark = pytest.mark.e2e
 

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 from medical_team.checkpoint_folder import TRACKER_NAME
-from medical_team.verl_ext.reliability.checkpoints import mark_complete
+from medical_team.reliability.checkpoints import mark_complete
 
 SECRET = "sk-live-export-0123456789"
 
@@ -33,7 +33,7 @@ def record_run(root: Path) -> None:
 
 
 def lora_adapter(model: Path, output: Path) -> Path:
-    """A PEFT LoRA adapter of `model` (rank 2 on q_proj and v_proj), saved as verl_ext/lora_export.py saves one."""
+    """A PEFT LoRA adapter of `model` (rank 2 on q_proj and v_proj), saved as task_runner/lora_export.py saves one."""
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 

@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from medical_team.data.medec import bundled_csv, load_medec
 from medical_team.data.records import GameSeed
 from medical_team.data.seeds import benign_seed, harmful_seed
-from medical_team.judge.serving import BackgroundServer
+from medical_team.judge_server.serving import BackgroundServer
 from medical_team.vocab import Category
 
 VALIDATION_CSV = "MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv"

@@ -10,7 +10,6 @@ from fastapi import FastAPI
 from medical_team.data.records import GameSeed
 from medical_team.game.judging import JudgeRequest
 from medical_team.game.rewards import RewardConfig
-from medical_team.judge.app import ServerSettings, create_app
 from medical_team.judge.backends import Runtime, build_judge
 from medical_team.judge.model_judge import ModelJudge
 from medical_team.judge.retry import RetryPolicy
@@ -18,6 +17,7 @@ from medical_team.judge.rules import RulesJudge
 from medical_team.judge.schemas import GameIn, JudgeBatchIn
 from medical_team.judge.scorer import JudgeScorer
 from medical_team.judge.settings import packaged_judge_settings
+from medical_team.judge_server.app import ServerSettings, create_app
 from medical_team.vocab import Label
 
 

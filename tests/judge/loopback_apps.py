@@ -81,7 +81,7 @@ def failing_app(calls: Calls, *, status: int = 500, hang_s: float = 0.0) -> Fast
 
 def flaky_judge_app(calls: Calls, scorer: JudgeScorer, failures: int) -> FastAPI:
     """A judge server whose first `failures` judge requests answer 500, then it judges with `scorer`."""
-    from medical_team.judge.app import ServerSettings, create_app
+    from medical_team.judge_server.app import ServerSettings, create_app
 
     app = create_app(ServerSettings(), scorer)
 

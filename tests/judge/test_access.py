@@ -14,12 +14,12 @@ from judge_helpers import HTTP, make_request, reworded, wait_until_ready, wire
 
 from medical_team.data.records import GameSeed
 from medical_team.judge.access import TOKEN_ENV
-from medical_team.judge.app import ServerSettings, create_app
 from medical_team.judge.client import HttpJudge
 from medical_team.judge.retry import RetryPolicy
 from medical_team.judge.rules import RulesJudge
 from medical_team.judge.schemas import MAX_NOTE_CHARS
 from medical_team.judge.scorer import JudgeScorer
+from medical_team.judge_server.app import ServerSettings, create_app
 
 TOKEN = "s3cret-judge-token"
 RETRY = RetryPolicy(attempts=2, initial_backoff_s=0.01, max_backoff_s=0.02)

@@ -7,7 +7,7 @@ import json
 
 from starlette.types import Message
 
-from medical_team.judge.body_limit import BodyLimitMiddleware
+from medical_team.judge_server.body_limit import BodyLimitMiddleware
 
 LIMIT = 64
 

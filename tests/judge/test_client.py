@@ -15,7 +15,7 @@ from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.judge.retry import RetryPolicy
 from medical_team.judge.rules import RulesJudge
 from medical_team.judge.scorer import JudgeScorer
-from medical_team.judge.serving import BackgroundServer
+from medical_team.judge_server.serving import BackgroundServer
 from medical_team.vocab import Label
 
 RETRY = RetryPolicy(attempts=3, initial_backoff_s=0.01, max_backoff_s=0.05)

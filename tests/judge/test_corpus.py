@@ -20,7 +20,7 @@ def test_corpus_is_complete() -> None:
 @pytest.fixture(scope="module")
 def url() -> str:
     """A judge server with the default 8 MiB body limit and at most 8 games per batch."""
-    from medical_team.judge.serving import BackgroundServer
+    from medical_team.judge_server.serving import BackgroundServer
 
     with BackgroundServer(rules_app(max_body_bytes=8 * 1024 * 1024, max_batch=8)) as server:
         yield server.url

@@ -8,13 +8,13 @@ import pytest
 from judge_helpers import HTTP, make_request, reworded, wait_until_ready, wire
 
 from medical_team.data.records import GameSeed
-from medical_team.judge.app import ServerSettings, create_app
 from medical_team.judge.backends import build_judge
 from medical_team.judge.hf_backend import HFChatCompleter
 from medical_team.judge.model_judge import ModelJudge
 from medical_team.judge.prompt import judge_messages
 from medical_team.judge.scorer import JudgeScorer
 from medical_team.judge.settings import packaged_judge_settings
+from medical_team.judge_server.app import ServerSettings, create_app
 from medical_team.models.tiny import TinyModelSpec, build_tiny_model
 
 pytestmark = pytest.mark.slow

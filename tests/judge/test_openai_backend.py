@@ -8,11 +8,11 @@ from loopback_apps import Calls, chat_completions_app, failing_app
 
 from medical_team.data.records import GameSeed
 from medical_team.errors import UserInputError
-from medical_team.judge.app import ServerSettings, create_app
 from medical_team.judge.backends import build_judge
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.judge.scorer import JudgeScorer
 from medical_team.judge.settings import packaged_judge_settings
+from medical_team.judge_server.app import ServerSettings, create_app
 from medical_team.vocab import Label
 
 

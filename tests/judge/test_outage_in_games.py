@@ -14,7 +14,7 @@ from medical_team.game.prompts import Message
 from medical_team.judge.client import HttpJudge
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.judge.retry import RetryPolicy
-from medical_team.judge.serving import BackgroundServer
+from medical_team.judge_server.serving import BackgroundServer
 from medical_team.vocab import Category, Role
 
 

@@ -11,9 +11,9 @@ from judge_helpers import HTTP, make_request, reworded, rules_app, wait_until_re
 
 from medical_team.data.records import GameSeed
 from medical_team.game.prompts import THINKING_PREFIX, assessor_messages
-from medical_team.judge.app import ServerSettings, create_app
 from medical_team.judge.rules import RulesJudge
 from medical_team.judge.scorer import JudgeScorer
+from medical_team.judge_server.app import ServerSettings, create_app
 from medical_team.vocab import Label
 
 

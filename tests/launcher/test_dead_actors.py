@@ -19,7 +19,7 @@ import pytest
 
 from medical_team.launcher.dead_actors import ROLES, death_line, role_of
 from medical_team.launcher.run_errors import failure_report
-from medical_team.verl_ext.run_failures import ActorProcessDiedError
+from medical_team.run.failures import ActorProcessDiedError
 
 CHILD = textwrap.dedent(
     """

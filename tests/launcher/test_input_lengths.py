@@ -24,7 +24,7 @@ from medical_team.game.prompts import assessor_messages
 from medical_team.launcher.judge_context import check_judge_context, longest_judge_request
 from medical_team.launcher.prompt_lengths import check_prompt_lengths, longest_prompt
 from medical_team.models.tiny import build_tiny_model
-from medical_team.verl_ext.settings import SelfPlaySettings, selfplay_settings
+from medical_team.run.settings import SelfPlaySettings, selfplay_settings
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ import pytest
 from judge_folders import served_judge_run
 from processes import sigterm_once_ready
 
+from medical_team.agent_loop.judge_waits import JudgeWaits
 from medical_team.launcher import served_judge
 from medical_team.launcher.judge_wait_relay import JudgeWaitRelay
 from medical_team.launcher.run_errors import failure_report
@@ -33,9 +34,9 @@ from medical_team.launcher.served_judge_process import (
     JudgeServer,
     Supervision,
 )
-from medical_team.verl_ext.judge_waits import OVER, WAIT_MARK, JudgeWaits
-from medical_team.verl_ext.reliability.graceful_stop import StoppedWhileWaitingError
-from medical_team.verl_ext.run_failures import JUDGE_FAILED_EXIT, OUT_OF_MEMORY_EXIT, JudgeServerError
+from medical_team.reliability.stop_request import StoppedWhileWaitingError
+from medical_team.run.failures import JUDGE_FAILED_EXIT, OUT_OF_MEMORY_EXIT, JudgeServerError
+from medical_team.run.judge_wait_lines import OVER, WAIT_MARK
 
 FAKE = str(Path(__file__).with_name("fake_judge_server.py"))
 QUICK = Supervision(poll_s=0.2, answer_timeout_s=0.5, report_every_s=1.0, health_every_s=0.2, health_timeout_s=0.5)

@@ -104,7 +104,7 @@ def test_a_missing_metrics_file_shows_nothing(tmp_path: Path, capsys: pytest.Cap
 def test_a_firing_collapse_alarm_is_a_warning_on_stderr(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from medical_team.game.alarm import ALARMS, AlarmAction
     from medical_team.launcher.progress import alarm_lines
-    from medical_team.verl_ext.settings import Alarms, MonitorSettings
+    from medical_team.run.settings import Alarms, MonitorSettings
 
     alarms = {**dict.fromkeys(ALARMS), "max_self_bleu": 0.9}
     monitors = MonitorSettings(2, AlarmAction.WARN, 64, Alarms(**alarms))

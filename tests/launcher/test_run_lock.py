@@ -23,8 +23,8 @@ from omegaconf import OmegaConf
 from processes import stop_session
 
 from medical_team.launcher.launch import locked_folders
+from medical_team.reliability.stop_request import STOP_FILE
 from medical_team.run_lock import INHERITED_FD_ENV, LOCK_NAME, hold_run_lock, release_run_lock
-from medical_team.verl_ext.reliability.graceful_stop import STOP_FILE
 
 REPO = Path(__file__).resolve().parents[2]
 PIPELINE = REPO / "container" / "pipeline.sh"

@@ -14,7 +14,7 @@ from omegaconf.errors import ReadonlyConfigError
 import medical_team
 from medical_team.launcher.launch import compose_config, plan_run
 from medical_team.launcher.run_plan import derive_run_plan, planned_config, ray_cluster
-from medical_team.verl_ext.settings import settings_from_trainer_config
+from medical_team.run.settings import settings_from_trainer_config
 
 PACKAGE = Path(medical_team.__file__).resolve().parent
 # Where a config may still be written: composing it (launch.compose_config) and applying the plan.

@@ -22,21 +22,21 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from judge_folders import medgemma_folder, served_judge_run
 
+from medical_team.agent_loop.judge_factory import judge_executor, selfplay_judge
 from medical_team.cli import main
 from medical_team.data.medec import VALIDATION_CSV, bundled_csv, load_medec
 from medical_team.data.seeds import harmful_seed
 from medical_team.errors import UserInputError
 from medical_team.game import GameConfig, call_judge, judge_request
-from medical_team.judge.serving import BackgroundServer
 from medical_team.judge.settings import packaged_judge_settings
+from medical_team.judge_server.serving import BackgroundServer
 from medical_team.launcher.out_of_memory import out_of_memory
 from medical_team.launcher.served_judge_command import vllm_command
 from medical_team.launcher.served_judge_plan import resolve_judge_model
 from medical_team.launcher.served_judge_process import START_UP, JudgeServer
-from medical_team.verl_ext.judge_factory import judge_executor, selfplay_judge
-from medical_team.verl_ext.judge_server_ready import answers, wait_until_served
-from medical_team.verl_ext.oom_injection import INJECT_ENV, JUDGE_SERVER
-from medical_team.verl_ext.run_failures import OUT_OF_MEMORY_EXIT, JudgeServerError
+from medical_team.run.failures import OUT_OF_MEMORY_EXIT, JudgeServerError
+from medical_team.run.judge_server_ready import answers, wait_until_served
+from medical_team.run.oom_injection import INJECT_ENV, JUDGE_SERVER
 from medical_team.vocab import Category
 
 GAMES = 16
@@ -152,7 +152,7 @@ def test_a_server_that_dies_while_starting_is_a_clear_error(tmp_path: Path) -> N
 
 
 def test_an_injected_out_of_memory_fails_the_servers_own_process_before_its_command(tmp_path: Path) -> None:
-    """MEDPLAY_INJECT_OOM=judge_server: torch's error in the process the launcher starts (served_judge_exec.py)."""
+    """MEDPLAY_INJECT_OOM=judge_server: torch's error in the process the launcher starts (medical_team/judge_server/served_judge_exec.py)."""
     ran = tmp_path / "ran"
     command = [sys.executable, "-c", f"open({str(ran)!r}, 'w')"]
     log = tmp_path / "judge-server.log"

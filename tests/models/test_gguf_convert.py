@@ -98,7 +98,7 @@ def test_models_package_imports_no_other_layer_or_framework():
     code = (
         "import sys, medical_team.models.prepare; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in {'verl', 'ray', 'vllm', 'torch', 'transformers'} "
-        "or any(m.startswith('medical_team.' + p) for p in ('data', 'game', 'judge', 'verl_ext', 'evaluate', 'cli'))))"
+        "or any(m.startswith('medical_team.' + p) for p in ('data', 'game', 'judge', 'task_runner', 'agent_loop', 'plugin', 'evaluate', 'cli'))))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert result.stdout.strip() == "[]"

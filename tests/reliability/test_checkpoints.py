@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 
 from medical_team.checkpoint_folder import TRACKER_NAME, read_tracker
-from medical_team.verl_ext.reliability.checkpoints import (
+from medical_team.reliability.checkpoints import (
     COMPLETE_MARKER,
     StepCommits,
     mark_complete,
     repair_tracker,
     write_atomically,
 )
-from medical_team.verl_ext.reliability.manifest import SAMPLE_BYTES, WHOLE_FILE_LIMIT, digest
+from medical_team.reliability.manifest import SAMPLE_BYTES, WHOLE_FILE_LIMIT, digest
 
 
 def _verl_save(root: Path, step: int, *, finished: bool = True, marked: bool = True) -> Path:
@@ -203,7 +203,7 @@ def test_a_failed_replacement_leaves_no_temporary_file(tmp_path: Path) -> None:
 WRITE_UNDER_LIMIT = """
 import sys
 from pathlib import Path
-from medical_team.verl_ext.reliability.checkpoints import write_atomically
+from medical_team.reliability.checkpoints import write_atomically
 try:
     write_atomically(Path(sys.argv[1]), "8" * 100_000)
 except OSError as error:

@@ -20,8 +20,8 @@ from report_run import EditingPolicy, step_seeds
 from medical_team.game.batch import play_batch
 from medical_team.game.game_records import read_game_records, records_text, step_file, step_records
 from medical_team.judge.rules import RulesJudge
-from medical_team.verl_ext.reliability.game_records_file import write_step_records
-from medical_team.verl_ext.run_failures import MetricsWriteError
+from medical_team.run.failures import MetricsWriteError
+from medical_team.task_runner.game_records_file import write_step_records
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +56,8 @@ CHILD = """
 import sys
 from pathlib import Path
 from medical_team.game.game_records import read_game_records
-from medical_team.verl_ext.reliability.game_records_file import write_step_records
-from medical_team.verl_ext.run_failures import MetricsWriteError
+from medical_team.task_runner.game_records_file import write_step_records
+from medical_team.run.failures import MetricsWriteError
 
 folder = Path(sys.argv[1])
 records = read_game_records(folder)[1]

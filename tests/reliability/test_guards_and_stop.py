@@ -12,14 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from medical_team.verl_ext.reliability.graceful_stop import (
-    clear_stop_request,
-    honour_stop_request,
-    request_stop,
-    stop_requested,
-)
-from medical_team.verl_ext.reliability.guards import NonFiniteGuard, NonFiniteTrainingError, non_finite_keys
-from medical_team.verl_ext.reliability.metrics_file import use_appending_file_logger
+from medical_team.reliability.guards import NonFiniteGuard, NonFiniteTrainingError, non_finite_keys
+from medical_team.reliability.stop_request import clear_stop_request, request_stop, stop_requested
+from medical_team.task_runner.graceful_stop import honour_stop_request
+from medical_team.task_runner.metrics_file import use_appending_file_logger
 
 
 def test_non_finite_keys_watch_losses_grad_norms_and_rewards() -> None:
@@ -71,7 +67,8 @@ def test_sigterm_writes_the_stop_request_in_a_real_process(tmp_path: Path) -> No
     script = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from medical_team.verl_ext.reliability.graceful_stop import install_sigterm_handler, stop_requested\n"
+        "from medical_team.launcher.graceful_stop import install_sigterm_handler\n"
+        "from medical_team.reliability.stop_request import stop_requested\n"
         "root = Path(sys.argv[1])\n"
         "install_sigterm_handler(root, grace_period_s=30)\n"
         "print('ready', flush=True)\n"
@@ -89,7 +86,7 @@ def test_sigterm_after_grace_period_exits_143(tmp_path: Path) -> None:
     script = (
         "import sys, time\n"
         "from pathlib import Path\n"
-        "from medical_team.verl_ext.reliability.graceful_stop import install_sigterm_handler\n"
+        "from medical_team.launcher.graceful_stop import install_sigterm_handler\n"
         "install_sigterm_handler(Path(sys.argv[1]), grace_period_s=0.2)\n"
         "print('ready', flush=True)\n"
         "time.sleep(60)\n"
@@ -121,7 +118,7 @@ def test_verl_tracking_appends_to_the_metrics_file_across_restarts(
 def test_the_appending_logger_does_not_outlive_the_test_that_installed_it() -> None:
     from verl.utils import tracking
 
-    from medical_team.verl_ext.reliability.metrics_file import AppendingFileLogger
+    from medical_team.task_runner.metrics_file import AppendingFileLogger
 
     assert tracking.FileLogger is not AppendingFileLogger
 

@@ -28,8 +28,8 @@ TINY_FS = "4k"  # one page: step 1's record fits, step 2's does not
 
 CHILD = f"""
 import sys
-from medical_team.verl_ext.reliability.metrics_file import AppendingFileLogger
-from medical_team.verl_ext.run_failures import MetricsWriteError
+from medical_team.task_runner.metrics_file import AppendingFileLogger
+from medical_team.run.failures import MetricsWriteError
 
 logger = AppendingFileLogger("p", "e")
 logger.log({{"filler": "a" * {FILLER}}}, step=1)
@@ -102,7 +102,7 @@ def test_records_are_verls_records_written_whole(tmp_path: Path, monkeypatch: py
     """verl's `FileLogger.log` writes each record through `self.fp.write`; the swapped `fp` must see those bytes."""
     from verl.utils.tracking import FileLogger
 
-    from medical_team.verl_ext.reliability.metrics_file import AppendingFileLogger, WholeWrites
+    from medical_team.task_runner.metrics_file import AppendingFileLogger, WholeWrites
 
     data = {"actor/pg_loss": 0.25, "game/count/vanilla": 3.0}
     for name, logger_class in (("theirs", FileLogger), ("ours", AppendingFileLogger)):

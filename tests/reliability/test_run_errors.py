@@ -6,8 +6,8 @@ from ray.exceptions import RayTaskError
 
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.launcher.run_errors import failure_report, one_line, run_stopping_cause
-from medical_team.verl_ext.reliability.guards import NonFiniteTrainingError
-from medical_team.verl_ext.run_failures import MetricsWriteError
+from medical_team.reliability.guards import NonFiniteTrainingError
+from medical_team.run.failures import MetricsWriteError
 
 
 def _through_ray(error: BaseException, hops: int) -> BaseException:

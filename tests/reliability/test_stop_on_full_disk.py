@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from medical_team.verl_ext.reliability.graceful_stop import STOP_FILE
+from medical_team.reliability.stop_request import STOP_FILE
 
 FULL_DISK = Path("/dev/full")
 MARGIN_S = 120  # on top of the grace: the bound on a wait that only a process that never exits reaches
@@ -39,9 +39,8 @@ import sys, time
 from pathlib import Path
 from medical_team.console import output_to_log, say
 from medical_team.launcher.run_errors import end_run, failure_report
-from medical_team.verl_ext.reliability.graceful_stop import (
-    StoppedWhileWaitingError, install_sigterm_handler, stopped_while,
-)
+from medical_team.launcher.graceful_stop import install_sigterm_handler, stopped_while
+from medical_team.reliability.stop_request import StoppedWhileWaitingError
 
 root, log, grace, mode = Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
 try:

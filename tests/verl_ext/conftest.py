@@ -70,7 +70,8 @@ def transfer_queue(trainer_config: DictConfig) -> Iterator[None]:
     import transfer_queue as tq
 
     # register the agent loops, the estimator and the trainer, as the task runner's `run` does in its process
-    from medical_team.verl_ext import advantage, agent_loop, trainer  # noqa: F401
+    from medical_team.agent_loop import agent_loop  # noqa: F401
+    from medical_team.task_runner import advantage, trainer  # noqa: F401
 
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     tq.init(trainer_config.transfer_queue)

@@ -143,7 +143,7 @@ def main(argv: list[str]) -> int:
 
     model_dir, output, *variants = argv
     single_rank_environment()
-    import medical_team.verl_ext.cpu  # noqa: F401 - the `cpu` platform and patches, as cpu-smoke loads them
+    import medical_team.plugin.cpu  # noqa: F401 - the `cpu` platform and patches, as cpu-smoke loads them
 
     results = {}
     fused_seen = None

@@ -15,8 +15,8 @@ from verl.trainer.ppo.ray_trainer import apply_kl_penalty, compute_advantage
 from verl.utils.config import omega_conf_to_dataclass
 from verl.utils.torch_functional import masked_mean, masked_var
 
-from medical_team.verl_ext.advantage import PER_ROLE_ESTIMATOR
-from medical_team.verl_ext.roles import role_uid
+from medical_team.run.roles import role_uid
+from medical_team.task_runner.advantage import PER_ROLE_ESTIMATOR
 from medical_team.vocab import Role
 
 RESPONSE_LENGTH = 6
@@ -78,7 +78,7 @@ def rows_of(role: Role | None) -> list[int]:
 
 
 def test_estimator_is_registered_with_verl() -> None:
-    assert core_algos.get_adv_estimator_fn(PER_ROLE_ESTIMATOR).__module__ == "medical_team.verl_ext.advantage"
+    assert core_algos.get_adv_estimator_fn(PER_ROLE_ESTIMATOR).__module__ == "medical_team.task_runner.advantage"
 
 
 def test_advantages_are_whitened_separately_per_role() -> None:

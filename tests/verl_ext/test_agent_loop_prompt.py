@@ -12,9 +12,9 @@ import pytest
 from transformers import AutoTokenizer
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase
 
+from medical_team.agent_loop.agent_loop import _TurnPlayer
 from medical_team.game.prompt_fit import fit_prompt, prompt_ids
 from medical_team.game.prompts import assessor_messages
-from medical_team.verl_ext.agent_loop import _TurnPlayer
 from medical_team.vocab import Role
 
 LONG_NOTE = "The patient reports intermittent chest pain radiating to the left arm on exertion. " * 200
@@ -33,7 +33,7 @@ def turn_player(tiny_model_dir):
 
 def test_an_overlong_prompt_keeps_its_instructions_and_the_cut_is_logged(turn_player, caplog):
     messages = assessor_messages(LONG_NOTE)
-    with caplog.at_level(logging.WARNING, logger="medical_team.verl_ext.agent_loop"):
+    with caplog.at_level(logging.WARNING, logger="medical_team.agent_loop.agent_loop"):
         ids = _TurnPlayer._prompt_ids(turn_player, Role.ASSESSOR, messages)
     assert ids == fit_prompt(turn_player.tokenizer, messages, PROMPT_LENGTH).ids and len(ids) <= PROMPT_LENGTH
     assert ids[:50] == prompt_ids(turn_player.tokenizer, messages)[:50]  # verl's cut would have dropped these
@@ -44,7 +44,7 @@ def test_an_overlong_prompt_keeps_its_instructions_and_the_cut_is_logged(turn_pl
 
 def test_a_prompt_that_fits_is_sent_whole_without_a_line(turn_player, caplog):
     messages = assessor_messages("A 60-year-old man has chest pain. He is given ibuprofen.")
-    with caplog.at_level(logging.WARNING, logger="medical_team.verl_ext.agent_loop"):
+    with caplog.at_level(logging.WARNING, logger="medical_team.agent_loop.agent_loop"):
         ids = _TurnPlayer._prompt_ids(turn_player, Role.ASSESSOR, messages)
     assert ids == prompt_ids(turn_player.tokenizer, messages) and not caplog.records
 

@@ -18,8 +18,8 @@ from verl.workers.rollout.replica import TokenOutput
 
 from medical_team.game import GameOutcome, JudgeStats
 from medical_team.game.step_terms import with_step_terms
-from medical_team.verl_ext.settings import settings_from_trainer_config as settings_of
-from medical_team.verl_ext.step_games import StepGame
+from medical_team.run.settings import settings_from_trainer_config as settings_of
+from medical_team.run.step_games import StepGame
 from medical_team.vocab import Role
 
 pytestmark = pytest.mark.slow
@@ -78,7 +78,7 @@ def configured(trainer_config: DictConfig, **medplay: Any) -> DictConfig:
 
 def worker_for(config: DictConfig, degenerate: bool) -> Any:
     """verl's agent-loop worker with our overrides, in-process, on the scripted server."""
-    from medical_team.verl_ext.agent_loop_manager import _SelfPlayAgentLoopWorker
+    from medical_team.agent_loop.worker import _SelfPlayAgentLoopWorker
 
     worker = _SelfPlayAgentLoopWorker(config, None, None, None)
     worker.llm_client = ScriptedLLMServer(worker.tokenizer, degenerate)
@@ -120,7 +120,7 @@ def test_degenerate_attacker_trips_the_alarm_and_stop_ends_the_run_after_the_ste
 ) -> None:
     import transfer_queue as tq
 
-    from medical_team.verl_ext.trainer import SelfPlayTrainer
+    from medical_team.task_runner.trainer import SelfPlayTrainer
 
     monitors = {"patience": 2, "action": "stop", "alarms": {"max_self_bleu": 0.9}}
     config = configured(trainer_config, monitors=monitors)

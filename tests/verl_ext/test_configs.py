@@ -11,11 +11,11 @@ from verl.utils.config import validate_config
 
 from medical_team.errors import UserInputError
 from medical_team.launcher.launch import available_profiles, compose_config, runtime_env_vars
-from medical_team.verl_ext.cpu.patches import patch_vllm_version_lookup
-from medical_team.verl_ext.settings import TrainingMode, settings_from_trainer_config
+from medical_team.plugin.cpu.patches import patch_vllm_version_lookup
+from medical_team.run.settings import TrainingMode, settings_from_trainer_config
 
 GPU_PROFILES = ["141g", "24g", "48g", "80g", "96g"]
-CPU_MODULE = "medical_team.verl_ext.cpu"
+CPU_MODULE = "medical_team.plugin.cpu"
 
 
 def test_the_six_profiles_are_shipped() -> None:
@@ -74,7 +74,7 @@ def test_a_remote_judge_without_an_endpoint_names_the_alternatives() -> None:
 
 def test_cpu_smoke_loads_the_cpu_runtime_before_the_plugin() -> None:
     env = runtime_env_vars(compose_config(["profile=cpu-smoke"]))
-    assert env["VERL_USE_EXTERNAL_MODULES"].split(",") == [CPU_MODULE, "medical_team.verl_ext.plugin"]
+    assert env["VERL_USE_EXTERNAL_MODULES"].split(",") == [CPU_MODULE, "medical_team.plugin.every_process"]
     assert env["VERL_PLATFORM"] == "cpu"
 
 

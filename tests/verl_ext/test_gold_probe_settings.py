@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from medical_team.errors import UserInputError
-from medical_team.verl_ext.settings import selfplay_settings
+from medical_team.run.settings import selfplay_settings
 
 
 def test_gold_keys_are_validated(medplay_section):

@@ -10,7 +10,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from medical_team.verl_ext.lora_export import adapted_modules, export_lora, is_peft_export
+from medical_team.task_runner.lora_export import adapted_modules, export_lora, is_peft_export
 
 RANK, ALPHA = 4, 8
 

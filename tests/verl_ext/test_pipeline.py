@@ -115,7 +115,7 @@ class LedgerView:
 
     def drain_games(self) -> tuple[list[Any], Any]:
         """Copies of the games the worker settled."""
-        from medical_team.verl_ext.step_games import StepGame
+        from medical_team.run.step_games import StepGame
 
         records = copy.deepcopy(self.worker.ledger.records)
         return [StepGame.from_record(record) for record in records], self.worker.ledger.judge_stats
@@ -129,7 +129,7 @@ def sample_and_compute_advantages(config: DictConfig, count: int, manager: Any) 
     """
     import transfer_queue as tq
 
-    from medical_team.verl_ext.trainer import SelfPlayTrainer, sample_metrics
+    from medical_team.task_runner.trainer import SelfPlayTrainer, sample_metrics
 
     trainer = SelfPlayTrainer(config)
     trainer.agent_loop_manager = manager
@@ -167,7 +167,7 @@ def sample_and_compute_advantages(config: DictConfig, count: int, manager: Any) 
 @pytest.fixture()
 def make_worker(trainer_config: DictConfig, transfer_queue: None):
     """verl's agent-loop worker class with our overrides, constructed in-process on the scripted server."""
-    from medical_team.verl_ext.agent_loop_manager import _SelfPlayAgentLoopWorker
+    from medical_team.agent_loop.worker import _SelfPlayAgentLoopWorker
 
     def build(mode: str) -> Any:
         config = with_mode(trainer_config, mode)
@@ -182,8 +182,8 @@ def driver_outcomes(worker: Any, config: DictConfig, game_rows: list[dict[str, A
     """The rows' games as `play_batch` settles them with the replies the scripted server gave in training."""
     from medical_team.game import play_batch
     from medical_team.judge.rules import RulesJudge
-    from medical_team.verl_ext.rows import seed_of_row
-    from medical_team.verl_ext.settings import settings_from_trainer_config
+    from medical_team.run.rows import seed_of_row
+    from medical_team.run.settings import settings_from_trainer_config
 
     seeds = [seed_of_row(row["data_source"], row["extra_info"])[0] for row in game_rows]
     game = settings_from_trainer_config(config).game
@@ -208,7 +208,7 @@ def test_each_role_keeps_its_own_reward_and_is_whitened_alone(make_worker, medec
     records, judge_stats = worker.ledger.drain()
     assert len(records) == len(game_rows) and judge_stats.requests == 4
     from medical_team.game.step_terms import with_step_terms
-    from medical_team.verl_ext.settings import settings_from_trainer_config
+    from medical_team.run.settings import settings_from_trainer_config
 
     outcomes = [GameOutcome.from_record(r) for r in records]
     # the rows carry the games' rewards with the step-level terms the trainer added before the advantages
@@ -312,8 +312,8 @@ def test_learning_probe_replaces_each_roles_reward_and_records_its_behaviour(
 ) -> None:
     from omegaconf import open_dict
 
-    from medical_team.verl_ext.agent_loop_manager import _SelfPlayAgentLoopWorker
-    from medical_team.verl_ext.learning_probe import shows_behaviour
+    from medical_team.agent_loop.worker import _SelfPlayAgentLoopWorker
+    from medical_team.run.learning_probe import shows_behaviour
 
     config = with_mode(trainer_config, "joint")
     with open_dict(config):
@@ -341,7 +341,7 @@ def test_seeded_sampling_gives_every_turn_its_own_seed_and_the_same_one_in_a_rep
 ) -> None:
     from omegaconf import open_dict
 
-    from medical_team.verl_ext.agent_loop_manager import _SelfPlayAgentLoopWorker
+    from medical_team.agent_loop.worker import _SelfPlayAgentLoopWorker
 
     config = with_mode(trainer_config, "joint")
     with open_dict(config):
@@ -368,7 +368,7 @@ def test_in_row_order_lists_a_batch_by_data_row_whatever_order_the_games_finishe
 
     import transfer_queue as tq
 
-    from medical_team.verl_ext.trainer import SelfPlayTrainer, in_row_order
+    from medical_team.task_runner.trainer import SelfPlayTrainer, in_row_order
 
     worker, config = make_worker("joint")
     game_rows = rows(medec_csv, per_category=1)

@@ -7,14 +7,14 @@ import sys
 
 import cloudpickle
 
-from medical_team.verl_ext.task_runner import SelfPlayTaskRunner
+from medical_team.task_runner.task_runner import SelfPlayTaskRunner
 
 # Imported by the plugin, each of these would cost every verl process seconds (the vLLM server and its worker,
 # the FSDP workers) for pieces only the task runner or the agent-loop workers use.
-HEAVY_MODULES = ("verl", "torch", "vllm", "medical_team.verl_ext.trainer", "medical_team.verl_ext.agent_loop")
+HEAVY_MODULES = ("verl", "torch", "vllm", "medical_team.task_runner.trainer", "medical_team.agent_loop.agent_loop")
 IMPORTED_BY_PLUGIN = f"""
 import sys
-import medical_team.verl_ext.plugin
+import medical_team.plugin.every_process
 print(" ".join(name for name in {HEAVY_MODULES!r} if name in sys.modules))
 """
 
@@ -30,7 +30,7 @@ def test_the_task_runner_registers_the_trainer_and_estimator_in_a_process_that_o
     registered = (
         "import pickle, sys\n"
         "runner = pickle.loads(sys.stdin.buffer.read())\n"
-        "assert 'medical_team.verl_ext.trainer' not in sys.modules\n"
+        "assert 'medical_team.task_runner.trainer' not in sys.modules\n"
         "runner.register_medplay_pieces()\n"
         "from verl.trainer.ppo import core_algos\n"
         "from verl.trainer.ppo.v1 import get_trainer_cls\n"

@@ -9,17 +9,17 @@ from typing import Any
 import httpx
 import pytest
 
+from medical_team.agent_loop.reward_fn import compute_score
 from medical_team.data.medec import load_medec
 from medical_team.data.records import GameSeed
 from medical_team.data.seeds import build_seeds
 from medical_team.game import RewardConfig
 from medical_team.game.dataset import benchmark_row, game_row
 from medical_team.game.prompts import assessor_messages, with_thinking_prefix
-from medical_team.judge.app import ServerSettings, create_app
 from medical_team.judge.rules import RulesJudge
 from medical_team.judge.scorer import JudgeScorer
-from medical_team.judge.serving import BackgroundServer
-from medical_team.verl_ext.reward_fn import compute_score
+from medical_team.judge_server.app import ServerSettings, create_app
+from medical_team.judge_server.serving import BackgroundServer
 from medical_team.vocab import BENCHMARK_DATA_SOURCE, DATA_SOURCE, Label
 
 BONUS = 0.5

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from medical_team.errors import UserInputError
-from medical_team.verl_ext.settings import TrainingMode, selfplay_settings
+from medical_team.run.settings import TrainingMode, selfplay_settings
 from medical_team.vocab import Category, Role
 
 
@@ -135,7 +135,7 @@ def test_the_games_defaults_in_code_agree_with_the_yaml(medplay_section) -> None
 def test_an_agent_loop_worker_binds_its_config_once(medplay_section) -> None:
     from omegaconf import OmegaConf
 
-    from medical_team.verl_ext.agent_loop import bound_settings
+    from medical_team.agent_loop.agent_loop import bound_settings
 
     config = OmegaConf.create({"medplay": medplay_section})
     first = bound_settings(config)

@@ -18,7 +18,7 @@ from medical_team.game.dataset import ConvertOptions, convert_medec
 from medical_team.game.prompts import with_thinking_prefix
 from medical_team.launcher.launch import available_profiles
 from medical_team.launcher.sft import compose_sft_config, sft_option
-from medical_team.verl_ext.sft_dataset import GamePromptSFTDataset, fit_length
+from medical_team.launcher.sft_dataset import GamePromptSFTDataset, fit_length
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def tokenizer(tiny_model_dir):
 
 
 def agent_loop_prompt_ids(tokenizer, messages) -> list[int]:
-    """What `verl_ext.agent_loop._TurnPlayer._prompt_ids` sends to the rollout (before length capping)."""
+    """What `agent_loop.agent_loop._TurnPlayer._prompt_ids` sends to the rollout (before length capping)."""
     rendered = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
     return tokenizer.encode(with_thinking_prefix(rendered), add_special_tokens=False)
 

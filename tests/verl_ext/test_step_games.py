@@ -13,8 +13,8 @@ from medical_team.game import GameConfig, RewardConfig, RewardScheme, settle
 from medical_team.game.judging import JudgeVerdict
 from medical_team.game.monitors import GameTrace
 from medical_team.game.rewards import FORMAT
-from medical_team.verl_ext.step_games import StepGame, ledger_record
-from medical_team.verl_ext.step_rewards import step_deltas
+from medical_team.run.step_games import StepGame, ledger_record
+from medical_team.task_runner.step_rewards import step_deltas
 from medical_team.vocab import Category
 
 BAND = GameConfig(rewards=RewardConfig(scheme=RewardScheme.DIFFICULTY_BAND))

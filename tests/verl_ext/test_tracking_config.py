@@ -13,7 +13,7 @@ from omegaconf import OmegaConf
 
 from medical_team.errors import UserInputError
 from medical_team.launcher.launch import compose_config, runtime_env_vars
-from medical_team.verl_ext.settings import settings_from_trainer_config
+from medical_team.run.settings import settings_from_trainer_config
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +23,7 @@ SECRET = "sk-wandb-test-51c0"
 LOG_ONE_STEP = """
 import json, sys
 from verl.trainer.ppo.v1 import trainer_base
-from medical_team.verl_ext.tracking_config import use_redacting_tracking
+from medical_team.task_runner.tracking_config import use_redacting_tracking
 use_redacting_tracking()
 config = json.loads(open(sys.argv[1]).read())
 tracker = trainer_base.Tracking("medplay", "selfplay", default_backend=["wandb"], config=config)

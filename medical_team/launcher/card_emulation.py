@@ -1,0 +1,67 @@
+"""`medplay.emulate_gpu_gib`: run a smaller card's profile on a bigger GPU, capped to the smaller card's memory.
+
+The launcher's half; the workers' half is medical_team/plugin/gpu_cap.py. Here (`card_emulation`, part of the run
+plan), the rollout's and the judge's vLLM memory shares, which vLLM checks are free on the whole card at start-up,
+are scaled to the smaller card (a 0.35 share of 48 GiB is 0.35 × 48 / 80 of an 80 GiB card; their KV caches come
+in bytes from the memory plan for the smaller card, `kv_caches.kv_cache_sizes`), and the cap's fraction travels to
+every Ray worker in `MEDPLAY_GPU_MEMORY_FRACTION` (medical_team/run/emulated_card.py), where each Ray actor that
+holds a GPU caps torch's caching allocator with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omegaconf import DictConfig
+
+from medical_team.errors import UserInputError
+from medical_team.run.emulated_card import FRACTION_ENV
+
+_GIB = 2**30
+
+
+def card_total_gib() -> float | None:
+    """The first GPU's memory in GiB from NVML (no CUDA context in the launcher), or None without one."""
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+        try:
+            return pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(0)).total / _GIB
+        finally:
+            pynvml.nvmlShutdown()
+    except pynvml.NVMLError:
+        return None
+
+
+ROLLOUT_SHARE_KEY = "actor_rollout_ref.rollout.gpu_memory_utilization"
+JUDGE_SHARE_KEY = "medplay.judge.serve.gpu_memory_utilization"
+FRACTION_KEY = f"ray_kwargs.ray_init.runtime_env.env_vars.{FRACTION_ENV}"
+
+
+def card_emulation(config: DictConfig, total_gib: float | None = None) -> tuple[dict[str, Any], str | None]:
+    """What `medplay.emulate_gpu_gib` changes in the config (vLLM shares, workers' cap), and a console line or None."""
+    emulated = config.medplay.emulate_gpu_gib
+    if emulated is None:
+        return {}, None
+    if str(config.trainer.get("device", "cuda")) == "cpu":
+        return {}, f"medplay.emulate_gpu_gib={emulated} has no effect on the CPU"
+    total = total_gib if total_gib is not None else card_total_gib()
+    if total is None:
+        raise UserInputError("needs an NVIDIA GPU that NVML can read (nvidia-ml-py)", field="medplay.emulate_gpu_gib")
+    if emulated >= total:
+        raise UserInputError(
+            f"{emulated} GiB is not smaller than this GPU's {total:.1f} GiB", field="medplay.emulate_gpu_gib"
+        )
+    fraction = emulated / total
+    changes = {
+        ROLLOUT_SHARE_KEY: round(config.actor_rollout_ref.rollout.gpu_memory_utilization * fraction, 4),
+        JUDGE_SHARE_KEY: round(config.medplay.judge.serve.gpu_memory_utilization * fraction, 4),
+        FRACTION_KEY: f"{fraction:.6f}",
+    }
+    return changes, (
+        f"emulating a {emulated:g} GiB card on this {total:.1f} GiB GPU: workers capped at {fraction:.3f} of it, "
+        f"rollout vLLM share {changes[ROLLOUT_SHARE_KEY]}, judge vLLM share {changes[JUDGE_SHARE_KEY]}"
+    )

@@ -1,0 +1,13 @@
+"""CPU runtime for verl 0.9.1, loaded only by the `cpu-smoke` profile through VERL_USE_EXTERNAL_MODULES.
+
+Importing this module registers the `cpu` platform (selected with VERL_PLATFORM=cpu) and installs the
+patches of `patches.py`. verl imports it in the driver, the task runner and every Ray worker, and `medplay sft`
+in its own process.
+"""
+
+from medical_team.plugin.cpu import patches
+from medical_team.plugin.cpu.platform import PLATFORM_NAME, PlatformCPU
+
+patches.install()
+
+__all__ = ["PLATFORM_NAME", "PlatformCPU"]

@@ -1,0 +1,45 @@
+"""verl's V1 task runner, which registers medplay's trainer and advantage estimator in its own process first.
+
+verl picks the trainer (`trainer.v1.trainer_mode: medplay_sync`) and the estimator
+(`algorithm.adv_estimator: reinforce_plus_plus_per_role`) by registered name inside the task runner's Ray actor,
+so that process alone imports them, instead of every verl process through the plugin (4–6 s of imports each on
+2 CPU cores: docs/benchmarks.md). The agent loops register where they run, in the agent-loop workers, imported with
+their worker class (medical_team/agent_loop/worker.py).
+
+verl's `run` prints the whole config into the run's log with `pprint`, a global of its function; here that global
+is a print that redacts the values of secret-named settings first (`medical_team/redaction.py`). The function's
+own globals, not `verl.trainer.main_ppo`'s: Ray ships this actor's classes by value, each function with its own
+copy of the globals it reads.
+"""
+
+from __future__ import annotations
+
+from pprint import pprint
+from typing import Any
+
+import ray
+from verl.trainer.main_ppo import TaskRunnerV1
+
+from medical_team.redaction import redacted
+
+
+def print_redacted(value: Any, *args: Any, **kwargs: Any) -> None:
+    """`pprint` of a plain config tree with its secret-named values redacted."""
+    pprint(redacted(value), *args, **kwargs)
+
+
+@ray.remote
+class SelfPlayTaskRunner(TaskRunnerV1.__ray_actor_class__):  # type: ignore[name-defined,misc]
+    """verl's V1 task runner; `run` registers the trainer and estimator in the actor's process, then runs verl's."""
+
+    @staticmethod
+    def register_medplay_pieces() -> None:
+        """Import, and so register with verl, the self-play trainer and the per-role estimator in this process."""
+        from medical_team.task_runner import advantage, trainer  # noqa: F401
+
+    def run(self, config: Any) -> None:
+        """verl's `run`, once this process knows medplay's trainer and estimator by name."""
+        self.register_medplay_pieces()
+        verl_run = super().run
+        verl_run.__func__.__globals__["pprint"] = print_redacted
+        verl_run(config)
