@@ -17,7 +17,7 @@ from medical_team.compile_cache import (
 )
 from medical_team.launcher.launch import compiles, compose_config
 from medical_team.launcher.run_plan import derive_run_plan, planned_config
-from medical_team.verl_ext.settings import settings_from_trainer_config
+from medical_team.run.settings import settings_from_trainer_config
 
 # Another run's launcher: holds the folder's lock until its stdin closes.
 HOLDER = """
