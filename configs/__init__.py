@@ -32,6 +32,12 @@ if not OmegaConf.has_resolver(VERL_CONFIGS_RESOLVER):
     OmegaConf.register_new_resolver(VERL_CONFIGS_RESOLVER, verl_config_dir)
 
 
+def available_profiles() -> list[str]:
+    """Names of the hardware profiles shipped in configs/profile/."""
+    folder = importlib.resources.files(__name__) / PROFILE_GROUP
+    return sorted(entry.name.removesuffix(".yaml") for entry in folder.iterdir() if entry.name.endswith(".yaml"))
+
+
 @cache
 def packaged_section() -> dict[str, Any]:
     """medplay.yaml's `medplay:` section (no profile, no overrides) as plain, resolved values; do not mutate it."""
