@@ -1,7 +1,8 @@
 """The hardware profiles (configs/profile/NAME.yaml) as the probe reads them: what each needs of the machine.
 
 Each profile file states its own needs in `medplay.hardware` (the VRAM it needs, the disk one checkpoint takes,
-the card its memory plan assumes without a GPU); nothing here repeats them. `HardwareSettings` is also the
+the card its memory plan assumes without a GPU) over configs/medplay.yaml's (no GPU), as Hydra composes them;
+nothing here repeats them. `HardwareSettings` is also the
 schema of that section in a composed config (verl_ext/settings.py).
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
-from medical_team.configs import available_profiles, profile_file
+from medical_team.configs import available_profiles, packaged_section, profile_file
 from medical_team.schema import above, at_least, bind
 
 
@@ -52,8 +53,8 @@ class HardwareProfile:
 
 
 def load_profile(name: str) -> HardwareProfile:
-    """configs/profile/NAME.yaml's needs (a UserInputError naming the file's key when one is wrong or missing)."""
-    section = profile_file(name).get("medplay", {}).get("hardware")
+    """configs/profile/NAME.yaml's needs over configs/medplay.yaml's (a UserInputError naming a wrong key)."""
+    section = {**packaged_section()["hardware"], **profile_file(name).get("medplay", {}).get("hardware", {})}
     return HardwareProfile(name, bind(HardwareSettings, section, "medplay.hardware", f"configs/profile/{name}.yaml"))
 
 
