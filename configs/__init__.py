@@ -43,6 +43,12 @@ if not OmegaConf.has_resolver(VALIDATION_WORKERS_RESOLVER):
     OmegaConf.register_new_resolver(VALIDATION_WORKERS_RESOLVER, validation_workers)
 
 
+def available_profiles() -> list[str]:
+    """Names of the hardware profiles shipped in configs/profile/."""
+    folder = importlib.resources.files(__name__) / PROFILE_GROUP
+    return sorted(entry.name.removesuffix(".yaml") for entry in folder.iterdir() if entry.name.endswith(".yaml"))
+
+
 @cache
 def packaged_section() -> dict[str, Any]:
     """medplay.yaml's `medplay:` section (no profile, no overrides) as plain, resolved values; do not mutate it."""

@@ -24,12 +24,12 @@ def medgemma_folder(parent: Path) -> Path:
 def served_judge_run(tmp_path: Path, *overrides: str):
     """cpu-smoke with the `vllm` judge on a model folder that exists, planned as `medplay train` plans it.
 
-    Returns the planned config and the judge's settings (the tests replace the server's command).
+    Returns the planned run (the tests replace the server's command).
     """
-    from medical_team.launcher.launch import plan_run
+    from medical_team.launcher.run_plan import plan_run
 
     (tmp_path / "judge-model").mkdir(exist_ok=True)
     (tmp_path / "judge-model" / "config.json").write_text("{}")
     judge = ["medplay.judge.backend=vllm", f"medplay.judge.model={tmp_path / 'judge-model'}"]
     run = plan_run([*judge, f"medplay.output_dir={tmp_path}", *overrides])
-    return run.config, run.settings.judge
+    return run

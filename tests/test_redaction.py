@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
-from medical_team.launcher.launch import compose_config, save_config
+from medical_team.launcher.compose import compose_config
+from medical_team.launcher.preparation import save_config
 from medical_team.redaction import REDACTED, is_secret_name, redacted, redacted_overrides
 
 SECRET_NAMES = ["WANDB_API_KEY", "HF_TOKEN", "medplay.judge.api_key", "db-password", "aws.secret_access_key", "token"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from medical_team.launcher.launch import record_run
+from medical_team.launcher.preparation import record_run
 from medical_team.stack import IMAGE_TAG_ENV, UNKNOWN, git_commit, run_record, stack_versions
 
 

@@ -21,8 +21,10 @@ if TYPE_CHECKING:
     from omegaconf import DictConfig
     from rich.table import Table
 
+    from medical_team.hardware.host_facts import PackageFacts
     from medical_team.hardware.memory_plan import MemoryPlan
-    from medical_team.hardware.probe import PackageFacts, ProbeReport
+    from medical_team.hardware.probe import ProbeReport
+    from medical_team.run.settings import SelfPlaySettings
 
 REFUSED = 3
 # The policy's attention implementation (verl's default: flash_attention_2, which needs the flash-attn package).
@@ -116,29 +118,32 @@ def run_overrides(profile: str, overrides: list[str]) -> list[str]:
     return [f"profile={profile}", *(item for item in overrides if not _names("profile", item))]
 
 
-def checked_config(profile: str, overrides: list[str]) -> DictConfig:
-    """The config `medplay train profile=PROFILE OVERRIDES` would use, once every problem of it is known (all of them
-    in one UserInputError otherwise: exit 2 before any work)."""
-    from medical_team.launcher.launch import compose_config
+def checked_config(profile: str, overrides: list[str]) -> tuple[DictConfig, SelfPlaySettings]:
+    """The config `medplay train profile=PROFILE OVERRIDES` would use and its settings, once every problem of it is
+    known (all of them in one UserInputError otherwise: exit 2 before any work)."""
+    from medical_team.launcher.compose import compose_config
     from medical_team.launcher.verl_keys import check_config
 
     config = compose_config(run_overrides(profile, overrides))
-    check_config(config)
-    return config
+    return config, check_config(config)
 
 
 def compose_plan(profile: str, overrides: list[str], vram_gib: float) -> MemoryPlan:
-    """The memory plan of the config `medplay train profile=PROFILE OVERRIDES` would use, on a card of `vram_gib`.
+    """The memory plan of the config `medplay train profile=PROFILE OVERRIDES` would use, on a card of `vram_gib`."""
+    # a plan only of a config `medplay train` would start with
+    return config_plan(*checked_config(profile, overrides), vram_gib)
 
-    With `medplay.emulate_gpu_gib` the card is the emulated one, as `medplay train` sizes it.
+
+def config_plan(config: DictConfig, settings: SelfPlaySettings, vram_gib: float) -> MemoryPlan:
+    """The memory plan of a checked config on a card of `vram_gib` GiB.
+
+    With `medplay.emulate_gpu_gib` the card is the emulated one, as `medplay train` sizes it (run_plan.plan_card).
     """
-    from omegaconf import OmegaConf
+    from medical_team.launcher.memory_inputs import run_memory_plan
+    from medical_team.launcher.run_plan import plan_card
 
-    from medical_team.hardware.memory_plan import memory_plan, plan_inputs
-
-    config = checked_config(profile, overrides)  # a plan only of a config `medplay train` would start with
-    emulated = config.medplay.emulate_gpu_gib
-    plan = memory_plan(plan_inputs(OmegaConf.to_container(config, resolve=True)), emulated or vram_gib)
+    emulated = settings.emulate_gpu_gib
+    plan = run_memory_plan(config, settings.judge, plan_card(emulated, vram_gib))
     if emulated is not None:
         plan.notes.insert(0, f"card: {emulated:g} GiB (medplay.emulate_gpu_gib), not {vram_gib:.1f} GiB")
     return plan
@@ -167,20 +172,22 @@ def run_plan(args: argparse.Namespace, overrides: list[str]) -> int:
     from rich.console import Console
 
     from medical_team.errors import UserInputError
-    from medical_team.hardware.probe import PROFILES, nvidia_smi_facts, profile_for_vram
+    from medical_team.hardware.host_facts import nvidia_smi_facts
+    from medical_team.hardware.profiles import hardware_profiles, profile_for_vram
 
+    profiles = hardware_profiles()
     _, _, gpus = nvidia_smi_facts()
     vram, source = args.vram_gib, "--vram-gib"
     if vram is None and gpus:
         vram, source = gpus[0].total_vram_gib, f"GPU 0 ({gpus[0].name})"
     profile = requested_profile(overrides, args.profile) or (profile_for_vram(vram) if vram else None)
-    if profile is None or profile not in PROFILES or not PROFILES[profile].needs_gpu:
-        gpu_profiles = ", ".join(name for name, item in PROFILES.items() if item.needs_gpu)
+    if profile is None or profile not in profiles or not profiles[profile].needs_gpu:
+        gpu_profiles = ", ".join(name for name, item in profiles.items() if item.needs_gpu)
         raise UserInputError(
             f"the plan is for a GPU profile: name one with profile=NAME ({gpu_profiles})", field="profile"
         )
     if vram is None:
-        vram, source = PROFILES[profile].card_gib, f"profile {profile}'s card"
+        vram, source = profiles[profile].card_gib, f"profile {profile}'s card"
     plan = compose_plan(profile, overrides, vram)
     if plan.vram_gib != vram:
         source = "medplay.emulate_gpu_gib"
@@ -214,8 +221,11 @@ def run(args: argparse.Namespace) -> int:
     """Probe the host, print the table and the verdict, write the JSON report."""
     from rich.console import Console
 
+    from medical_team.cache_folder import cache_dir
     from medical_team.errors import UserInputError
-    from medical_team.hardware.probe import PROFILES, assess, chosen_profile, collect_facts
+    from medical_team.hardware.host_facts import collect_facts, with_cache_folder
+    from medical_team.hardware.probe import assess, chosen_profile
+    from medical_team.hardware.profiles import hardware_profiles
 
     console = Console()
     if not console.is_terminal:
@@ -232,17 +242,23 @@ def run(args: argparse.Namespace) -> int:
     overrides = [*attention_overrides, *overrides]  # checked and planned as the run will train
     if args.plan:
         return run_plan(args, overrides)
+    profiles = hardware_profiles()
     requested = requested_profile(overrides, args.profile)
-    if requested is not None and requested not in PROFILES:
-        raise UserInputError(f"no profile {requested!r} (profiles: {', '.join(PROFILES)})", field="profile")
+    if requested is not None and requested not in profiles:
+        raise UserInputError(f"no profile {requested!r} (profiles: {', '.join(profiles)})", field="profile")
     checkpoints = Path(args.checkpoints or os.environ.get("MEDPLAY_CHECKPOINTS") or ".")
     facts = collect_facts(checkpoints)
     chosen = chosen_profile(facts, requested)
-    plan = None
-    if facts.gpus and chosen in PROFILES and PROFILES[chosen].needs_gpu:
-        plan = compose_plan(chosen, overrides, args.vram_gib or facts.gpus[0].total_vram_gib)
-    elif chosen in PROFILES and overrides:
-        checked_config(chosen, overrides)  # the settings' mistakes before any work, as on a GPU
+    profile = profiles.get(chosen or "")
+    on_gpu = profile is not None and profile.needs_gpu and bool(facts.gpus)
+    plan, cache_setting = None, None
+    if profile is not None and (on_gpu or overrides):
+        # The settings' mistakes before any work, on a GPU or not; on a GPU, the plan of those settings.
+        config, settings = checked_config(profile.name, overrides)
+        cache_setting = settings.cache_dir
+        if on_gpu:
+            plan = config_plan(config, settings, args.vram_gib or facts.gpus[0].total_vram_gib)
+    facts = with_cache_folder(facts, cache_dir(cache_setting))
     report = assess(facts, requested, args.checkpoint_gib, attention, plan)
     console.print(render(report))
     # Message lines are never wrapped: a long path must not split a sentence that logs and tests search for.
@@ -270,11 +286,12 @@ def write_run_overrides(path: Path, overrides: list[str] | None) -> None:
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register `medplay probe`."""
-    from medical_team.hardware.probe import FLASH_ATTENTION, PROFILES
+    from medical_team.configs import available_profiles
+    from medical_team.hardware.probe import FLASH_ATTENTION
 
     parser = subparsers.add_parser("probe", help="check the GPU, driver, disk and memory; choose a hardware profile")
     parser.add_argument("--output", help="where to write the JSON report (default: probe.json; with --plan: plan.json)")
-    parser.add_argument("--profile", choices=sorted(PROFILES), help="use this profile instead of the one the VRAM fits")
+    parser.add_argument("--profile", choices=available_profiles(), help="use this profile instead of the one the VRAM fits")
     parser.add_argument(
         "--plan",
         action="store_true",

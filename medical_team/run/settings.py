@@ -16,6 +16,7 @@ from typing import Any
 from medical_team.errors import UserInputError
 from medical_team.game import GameConfig, RewardConfig
 from medical_team.game.alarm import ALARMS, AlarmAction, AlarmRule, alarm_rules
+from medical_team.hardware.profiles import HardwareSettings
 from medical_team.judge.settings import JudgeSettings
 from medical_team.schema import Rules, above, at_least, bind, check
 from medical_team.vocab import Category, Role
@@ -114,6 +115,7 @@ class SelfPlaySettings(Rules):
     trust_unverified_checkpoints: bool  # resume from a checkpoint without a manifest (its pickles run as code)
     cache_dir: str | None = _path("a folder")
     emulate_gpu_gib: float | None = above(0, "a number of GiB")
+    hardware: HardwareSettings  # what the profile needs of the machine (configs/profile/NAME.yaml)
     guards: GuardSettings
     model: ModelSettings
     judge: JudgeSettings

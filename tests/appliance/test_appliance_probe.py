@@ -15,17 +15,14 @@ from pathlib import Path
 import pytest
 
 from medical_team.cli import main
-from medical_team.cli.probe import ATTENTION_KEY, NO_PADDING_REMOVAL, run_attention, run_overrides
-from medical_team.hardware.probe import (
-    CUDA_12_1_EXPLANATION,
-    PROFILES,
-    GpuFacts,
-    HostFacts,
-    PackageFacts,
-    arch_in_build,
-    assess,
-    profile_for_vram,
-)
+from medical_team.cli.probe import ATTENTION_KEY, NO_PADDING_REMOVAL, compose_plan, run_attention, run_overrides
+from medical_team.hardware.host_facts import GpuFacts, HostFacts, PackageFacts, arch_in_build
+from medical_team.hardware.probe import CUDA_12_1_EXPLANATION, assess
+from medical_team.hardware.profiles import hardware_profiles, profile_for_vram
+from medical_team.launcher.compose import compose_config
+from medical_team.run.settings import settings_from_trainer_config
+
+PROFILES = hardware_profiles()
 
 H100_ARCHS = ["sm_80", "sm_90", "sm_100", "sm_120", "compute_120"]
 
@@ -159,10 +156,10 @@ def test_arch_support_follows_cuda_binary_compatibility(capability, archs, expec
     assert arch_in_build(capability, archs) is expected
 
 
-def test_profiles_match_the_shipped_configs():
-    from medical_team.launcher.launch import available_profiles
-
-    assert sorted(PROFILES) == available_profiles()
+def test_each_profiles_needs_come_from_its_file_as_the_composed_config_holds_them():
+    assert sorted(PROFILES) == ["141g", "24g", "48g", "80g", "96g", "cpu-smoke"]
+    for name, profile in PROFILES.items():
+        assert settings_from_trainer_config(compose_config([f"profile={name}"])).hardware == profile.hardware, name
     assert profile_for_vram(None) == "cpu-smoke"
 
 
@@ -263,16 +260,27 @@ def test_docs_profile_table_matches_the_probe():
         assert float(checkpoint) == profile.checkpoint_gib, name
 
 
-def test_the_judge_is_in_the_memory_arithmetic():
-    report = assess(gpu_host(gpu(vram_gib=79.2)))
-    (judge,) = [note for note in report.notes if note.startswith("Judge (MedGemma 4B, vLLM)")]
-    assert "0.2 x 79.2 GiB = 15.8 GiB" in judge and "7.1 GiB of KV cache (~17 judge requests at once)" in judge
-    small = assess(gpu_host(gpu("NVIDIA L4", vram_gib=22.5, capability="8.9")))
-    (fp8,) = [note for note in small.notes if note.startswith("Judge (MedGemma 4B, vLLM)")]
-    assert small.ok and "0.36 x 22.5 GiB = 8.1 GiB for 4.2 GiB of weights" in fp8 and "(~5 judge requests" in fp8
-    squeezed = assess(gpu_host(gpu(vram_gib=79.2)), requested_profile="48g")
+def judge_notes(report) -> list[str]:
+    """The probe's notes on the served judge's memory."""
+    return [note for note in report.notes if note.startswith("Judge (vLLM)")]
+
+
+def test_the_judge_is_in_the_memory_arithmetic_as_the_memory_plan_sizes_it():
+    plan = compose_plan("80g", [], 79.2)
+    (judge,) = judge_notes(assess(gpu_host(gpu(vram_gib=79.2)), plan=plan))
+    requests = plan.kv_cache["judge"]["requests_at_once"]  # of max_model_len tokens: the plan's one figure
+    assert "0.2 x 79.2 GiB = 15.8 GiB" in judge and f"7.1 GiB of KV cache (~{requests} judge requests of 4096" in judge
+    small = assess(gpu_host(gpu("NVIDIA L4", vram_gib=22.5, capability="8.9")), plan=compose_plan("24g", [], 22.5))
+    (fp8,) = judge_notes(small)
+    assert small.ok and "0.36 x 22.5 GiB = 8.1 GiB for 4.2 GiB of weights" in fp8 and "(~5 judge requests of 3584" in fp8
+    squeezed = assess(gpu_host(gpu(vram_gib=79.2)), requested_profile="48g", plan=compose_plan("48g", [], 79.2))
     assert squeezed.ok  # 48g on a larger GPU: a larger judge share
-    assert not dataclasses.replace(PROFILES["48g"].judge, fraction=0.15).budget(44.0)[2]
+    starved = compose_plan("48g", ["medplay.judge.serve.gpu_memory_utilization=0.15"], 44.4)
+    report = assess(gpu_host(gpu("NVIDIA L40S", vram_gib=44.4, capability="8.9")), plan=starved)
+    (note,) = judge_notes(report)
+    assert "No judge request fits: set medplay.judge.backend=openai" in note
+    (refusal,) = [line for line in report.refusals if "judge vLLM share" in line]
+    assert refusal.startswith("profile 48g does not fit this GPU: ") and "medplay.judge.serve.gpu_memory_utilization" in refusal
 
 
 def test_little_room_for_the_compilation_caches_is_noted():

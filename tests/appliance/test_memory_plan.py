@@ -14,24 +14,27 @@ import sys
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
 from test_appliance_probe import gpu, gpu_host
 
 from medical_team.cli import main
 from medical_team.cli.probe import compose_plan
-from medical_team.hardware.memory_plan import (
+from medical_team.hardware.memory_plan import memory_plan
+from medical_team.hardware.memory_terms import (
     CHUNK_COPIES,
     MIB,
     VLLM_OVERHEAD_GIB,
     forward_activations_gib,
-    memory_plan,
-    plan_inputs,
     training_activations_gib,
 )
-from medical_team.hardware.probe import PROFILES, assess
-from medical_team.launcher.launch import compose_config
+from medical_team.hardware.plan_inputs import PlanInputs
+from medical_team.hardware.probe import assess
+from medical_team.hardware.profiles import hardware_profiles
+from medical_team.launcher.compose import compose_config
+from medical_team.launcher.memory_inputs import memory_plan_inputs
 from medical_team.models.shape import GIB, MEDGEMMA_4B, QWEN3_4B, model_shape, shape_from_config
+from medical_team.run.settings import settings_from_trainer_config
 
+PROFILES = hardware_profiles()
 GPU_PROFILES = ["24g", "48g", "80g", "96g", "141g"]
 # Run 2's command line (run2-rules-judge/train.log): profile 80g as shipped at dd73a78 plus these overrides.
 RUN2_OVERRIDES = [
@@ -52,9 +55,10 @@ H100_GIB = 79.18  # what torch reported as the H100's total in run 2's log
 NOT_ALLOCATED = {"allocator_slack", "trainer_cuda_context", "rollout_vllm_asleep", "judge_vllm_share"}
 
 
-def composed(overrides: list[str]) -> dict:
-    """The composed config for these overrides, as the plain dict the plan reads."""
-    return OmegaConf.to_container(compose_config(overrides), resolve=True)
+def plan_inputs(overrides: list[str]) -> PlanInputs:
+    """What the memory plan reads of the config composed for these overrides, as `medplay train` plans it."""
+    config = compose_config(overrides)
+    return memory_plan_inputs(config, settings_from_trainer_config(config).judge)
 
 
 def test_qwen3_4b_shape_matches_the_measured_model():
@@ -96,14 +100,14 @@ def test_lora_adapters_are_counted_per_linear_layer():
 
 
 def test_fixed_micro_batches_count_rows_times_the_longest_sequence():
-    smoke = plan_inputs(composed(["profile=cpu-smoke"]))
+    smoke = plan_inputs(["profile=cpu-smoke"])
     assert smoke.ppo_tokens == smoke.log_prob_tokens == smoke.ref_tokens == 4 * (1280 + 48)
     assert smoke.judge is None and smoke.judge_share == 0
 
 
 def inputs(**changes):
     """Plan inputs of profile 80g at the shared run's settings (full logits, no padding removal), changed."""
-    base = plan_inputs(composed(RUN2_OVERRIDES))
+    base = plan_inputs(RUN2_OVERRIDES)
     return dataclasses.replace(base, **changes)
 
 
@@ -142,9 +146,8 @@ def test_run_2_actor_peak_is_reproduced_from_its_composed_config():
 def test_run_1_with_the_model_judge_does_not_fit():
     # Run 1: run 2's settings with the judge served beside them (0.2 share, the random 4B model as judge): the
     # card sat at 81 of 81.6 GB and step 1 never finished.
-    config = composed(RUN2_OVERRIDES)
-    config["medplay"]["judge"].update(backend="vllm", model="/root/medplay-work/qwen3-4b-random")
-    plan = memory_plan(plan_inputs(config), H100_GIB)
+    judge = ["medplay.judge.backend=vllm", "medplay.judge.model=/root/medplay-work/qwen3-4b-random"]
+    plan = memory_plan(plan_inputs([*RUN2_OVERRIDES, *judge]), H100_GIB)
     assert plan.peak_fraction > 1.0 and plan.peak.terms["judge_vllm_share"] == pytest.approx(0.2 * H100_GIB)
 
 
@@ -155,7 +158,7 @@ def test_offloading_lora_and_a_small_judge_share_change_the_terms():
     assert update.terms["parameters"] == update.terms["gradients"] == update.terms["optimizer"] == 0
     lora = {phase.name: phase for phase in memory_plan(inputs(lora_rank=64, model_dtype="bf16"), H100_GIB).phases}
     assert lora["update_actor"].terms["optimizer"] < 1.0 and lora["update_actor"].terms["parameters"] < 8.5
-    starved = memory_plan(inputs(judge=MEDGEMMA_4B, judge_share=0.05), H100_GIB)
+    starved = memory_plan(inputs(judge=MEDGEMMA_4B, judge_share=0.05, judge_max_model_len=4096), H100_GIB)
     assert not starved.fits and "medplay.judge.serve.gpu_memory_utilization" in starved.problems[0]
 
 
@@ -213,7 +216,8 @@ def test_each_vllm_engine_gets_its_kv_cache_in_bytes_from_what_its_share_leaves(
 
 
 def test_a_kv_cache_given_in_bytes_is_planned_as_given():
-    given = inputs(judge=MEDGEMMA_4B, judge_share=0.2, judge_kv_bytes=2 * GIB, rollout_kv_bytes=20 * GIB)
+    given = inputs(judge=MEDGEMMA_4B, judge_share=0.2, judge_kv_bytes=2 * GIB, rollout_kv_bytes=20 * GIB,
+                   judge_max_model_len=4096)  # fmt: skip
     plan = memory_plan(given, H100_GIB)
     assert plan.kv_cache["judge"]["kv_cache_bytes"] == 2 * GIB
     assert plan.kv_cache["rollout"]["kv_cache_bytes"] == 20 * GIB

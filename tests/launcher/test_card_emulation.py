@@ -12,8 +12,9 @@ from judge_folders import medgemma_folder
 from medical_team.cli.probe import compose_plan
 from medical_team.errors import UserInputError
 from medical_team.launcher.card_emulation import card_emulation
+from medical_team.launcher.compose import compose_config
 from medical_team.launcher.kv_caches import kv_cache_sizes
-from medical_team.launcher.launch import compose_config, plan_run
+from medical_team.launcher.run_plan import derive_run_plan, plan_run
 from medical_team.launcher.served_judge_command import vllm_command
 from medical_team.plugin.gpu_cap import cap_this_worker
 from medical_team.run.emulated_card import FRACTION_ENV
@@ -46,7 +47,7 @@ def test_the_48g_profile_on_an_80_gib_card_gets_its_shares_scaled_and_the_worker
 
 def test_without_the_setting_nothing_changes():
     config = compose_config(["profile=48g"])
-    assert card_emulation(config, total_gib=80.0) == ({}, None)
+    assert card_emulation(config, on_cpu=False, total_gib=80.0) == ({}, None)
 
 
 def test_on_the_cpu_the_setting_is_a_noted_no_op():
@@ -58,7 +59,7 @@ def test_on_the_cpu_the_setting_is_a_noted_no_op():
 def test_a_cap_not_smaller_than_the_card_is_refused():
     config = compose_config(["profile=80g", "medplay.emulate_gpu_gib=96"])
     with pytest.raises(UserInputError, match="medplay.emulate_gpu_gib.*not smaller than this GPU's 79.2 GiB"):
-        card_emulation(config, total_gib=79.2)
+        card_emulation(config, on_cpu=False, total_gib=79.2)
 
 
 def test_a_bad_value_is_named_before_ray():
@@ -100,7 +101,9 @@ def test_a_kv_cache_given_in_bytes_is_kept_and_the_cpu_is_left_alone(judge):
     rollout_bytes = config.actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes
     assert rollout_bytes == compose_plan("48g", [judge], 44.4).kv_cache["rollout"]["kv_cache_bytes"]
     smoke = compose_config(["profile=cpu-smoke", "medplay.judge.backend=vllm"])
-    assert kv_cache_sizes(smoke, total_gib=None) == ({}, None)
+    rules = compose_config(["profile=cpu-smoke"])  # the run plan leaves a CPU run's KV caches as the profile gives them
+    cpu_plan = derive_run_plan(rules, settings_from_trainer_config(rules))
+    assert cpu_plan.on_cpu and not [key for key in cpu_plan.changes if key.endswith("kv_cache_memory_bytes")]
     assert smoke.actor_rollout_ref.rollout.engine_kwargs.vllm.kv_cache_memory_bytes == 256 * 2**20
     assert smoke.medplay.judge.serve.kv_cache_memory_bytes == 64 * 2**20
 
@@ -108,4 +111,4 @@ def test_a_kv_cache_given_in_bytes_is_kept_and_the_cpu_is_left_alone(judge):
 def test_a_share_that_leaves_an_engine_no_kv_cache_stops_the_run_before_ray():
     config = compose_config(["profile=80g", "medplay.judge.serve.gpu_memory_utilization=0.1"])
     with pytest.raises(UserInputError, match=r"the judge vLLM share \(0.1 x 79.2 GiB\) .* raise medplay.judge.serve"):
-        kv_cache_sizes(config, total_gib=79.2)
+        kv_cache_sizes(config, settings_from_trainer_config(config).judge, 79.2)

@@ -7,7 +7,7 @@ import sys
 
 COMPOSE_AND_CHECK = """
 import sys
-from medical_team.launcher.launch import compose_config
+from medical_team.launcher.compose import compose_config
 from medical_team.launcher.verl_keys import check_config
 check_config(compose_config(["profile=80g"]))
 print(",".join(sorted(name for name in ("verl", "torch", "transformers", "ray", "vllm") if name in sys.modules)))

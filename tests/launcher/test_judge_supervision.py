@@ -147,7 +147,7 @@ def test_a_launcher_that_ignores_the_interrupt_is_ended_by_the_deadline(tmp_path
     """The main thread swallows the interrupt (as a blocking call might): `give_up` runs GIVE_UP_AFTER_S later."""
     command = [sys.executable, FAKE, "exit", "0", NOSUCH]
     monkeypatch.setattr(served_judge, "vllm_command", lambda *args, **kwargs: command)
-    config, settings = served_judge_run(tmp_path)
+    run = served_judge_run(tmp_path)
     given_up: list[BaseException] = []
     done = threading.Event()
 
@@ -155,7 +155,7 @@ def test_a_launcher_that_ignores_the_interrupt_is_ended_by_the_deadline(tmp_path
         given_up.append(error)
         done.set()
 
-    with served_judge.serve_judge(config, settings, give_up) as server:
+    with served_judge.serve_judge(run, give_up) as server:
         deadline = time.monotonic() + 60  # a hang guard
         while not done.is_set() and time.monotonic() < deadline:
             try:

@@ -12,17 +12,17 @@ from omegaconf import OmegaConf
 from omegaconf.errors import ReadonlyConfigError
 
 import medical_team
-from medical_team.launcher.launch import compose_config, plan_run
-from medical_team.launcher.run_plan import derive_run_plan, planned_config, ray_cluster
+from medical_team.launcher.compose import compose_config
+from medical_team.launcher.run_plan import derive_run_plan, plan_run, planned_config, ray_cluster
 from medical_team.run.settings import settings_from_trainer_config
 
 PACKAGE = Path(medical_team.__file__).resolve().parent
-# Where a config may still be written: composing it (launch.compose_config) and applying the plan.
-WRITERS = {"launcher/launch.py", "launcher/run_plan.py"}
+# Where a config may still be written: composing it (compose.compose_config) and applying the plan.
+WRITERS = {"launcher/compose.py", "launcher/run_plan.py"}
 
 
 def test_the_planned_medplay_section_is_read_only_here_and_in_every_worker(tmp_path: Path) -> None:
-    config, _ = served_judge_run(tmp_path)
+    config = served_judge_run(tmp_path).config
     with pytest.raises(ReadonlyConfigError):
         config.medplay.judge.url = "http://elsewhere/v1"
     shipped = pickle.loads(pickle.dumps(config))  # as Ray hands it to verl's workers
@@ -34,14 +34,15 @@ def test_the_planned_medplay_section_is_read_only_here_and_in_every_worker(tmp_p
 def test_deriving_the_plan_leaves_the_composed_config_as_it_was() -> None:
     composed = compose_config(["medplay.judge.backend=rules"])
     before = OmegaConf.to_yaml(composed)
-    plan = derive_run_plan(composed, settings_from_trainer_config(composed).judge)
+    plan = derive_run_plan(composed, settings_from_trainer_config(composed))
     planned = planned_config(composed, plan)
     assert OmegaConf.to_yaml(composed) == before
     assert planned.ray_kwargs.ray_init.address == "local" and plan.ray_cluster == "a new local cluster"
 
 
 def test_the_served_judges_address_is_fixed_before_anything_starts(tmp_path: Path) -> None:
-    config, judge = served_judge_run(tmp_path, "medplay.judge.serve.port=8123")
+    run = served_judge_run(tmp_path, "medplay.judge.serve.port=8123")
+    config, judge = run.config, run.settings.judge
     assert config.medplay.judge.url == judge.url == "http://127.0.0.1:8123/v1"
     assert judge.model == str((tmp_path / "judge-model").resolve())
     free = plan_run([f"medplay.output_dir={tmp_path}", "medplay.judge.backend=vllm",
@@ -65,3 +66,32 @@ def test_no_module_but_composing_and_planning_writes_to_a_config() -> None:
         if writes.search(path.read_text(encoding="utf-8"))
     }
     assert found <= WRITERS, found - WRITERS
+
+
+def test_cpu_or_gpu_is_decided_in_the_run_plan_only() -> None:
+    reads_device = re.compile(r"trainer\.device|trainer\.get\(\"device\"|\"device\", \"cuda\"")
+    found = {
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if reads_device.search(path.read_text(encoding="utf-8"))
+    }
+    assert found == {"launcher/run_plan.py"}
+
+
+def test_the_vllm_engines_config_keys_are_written_out_in_one_module() -> None:
+    key = re.compile(
+        r"\"(actor_rollout_ref\.rollout\.(gpu_memory_utilization|engine_kwargs\.vllm\.kv_cache_memory_bytes)"
+        r"|medplay\.judge\.serve\.(gpu_memory_utilization|kv_cache_memory_bytes))\""
+    )
+    found = {
+        str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py") if key.search(path.read_text(encoding="utf-8"))
+    }
+    assert found == {"hardware/plan_inputs.py"}
+
+
+def test_a_cpu_run_is_planned_as_one_and_sizes_no_kv_cache() -> None:
+    composed = compose_config(["profile=cpu-smoke"])
+    plan = derive_run_plan(composed, settings_from_trainer_config(composed))
+    assert plan.on_cpu and not [key for key in plan.changes if key.endswith("kv_cache_memory_bytes")]
+    gpu = compose_config(["profile=80g", "medplay.judge.backend=rules"])
+    assert not derive_run_plan(gpu, settings_from_trainer_config(gpu), total_gib=79.2).on_cpu

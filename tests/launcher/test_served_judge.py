@@ -261,8 +261,9 @@ def test_the_judges_server_starts_beside_the_trainer_and_is_awaited_at_the_first
     )
     monkeypatch.setattr(served_judge, "vllm_command", lambda *args, **kwargs: [sys.executable, "-c", held])
     monkeypatch.setattr(served_judge_plan, "free_port", lambda: port)
-    config, settings = served_judge_run(tmp_path)
-    with served_judge.serve_judge(config, settings) as server:
+    run = served_judge_run(tmp_path)
+    config = run.config
+    with served_judge.serve_judge(run) as server:
         # Back while its server cannot answer: not waited for (Ray and the workers start meanwhile).
         assert config.medplay.judge.url == server.url
         assert not server.ready.is_set() and not answers(server.url)
@@ -279,9 +280,9 @@ def test_a_judge_server_that_dies_while_the_trainer_starts_ends_the_run(tmp_path
 
     dying = "import sys, time; time.sleep(1); print('CUDA out of memory'); sys.exit(3)"
     monkeypatch.setattr(served_judge, "vllm_command", lambda *args, **kwargs: [sys.executable, "-c", dying])
-    config, settings = served_judge_run(tmp_path)
+    run = served_judge_run(tmp_path)
     expected = r"^judge start-up: the judge's vLLM server logged a fatal line: CUDA out of memory; .*its log: "
-    with pytest.raises(JudgeServerError, match=expected), served_judge.serve_judge(config, settings):
+    with pytest.raises(JudgeServerError, match=expected), served_judge.serve_judge(run):
         for _ in range(300):  # the trainer starting (Ray, workers) in the launcher's main thread
             time.sleep(0.1)
 
@@ -291,7 +292,7 @@ def test_a_judge_server_that_dies_while_the_trainer_starts_ends_the_run(tmp_path
 def test_on_a_gpu_the_judge_server_starts_with_the_plans_kv_bytes_and_its_own_compile_caches(tmp_path, monkeypatch):
     from medical_team.cli.probe import compose_plan
     from medical_team.launcher import served_judge, served_judge_plan
-    from medical_team.launcher.launch import plan_run
+    from medical_team.launcher.run_plan import plan_run
 
     model = medgemma_folder(tmp_path)
     overrides = [f"medplay.judge.model={model}", f"medplay.output_dir={tmp_path}", f"medplay.cache_dir={tmp_path}/c"]
@@ -313,7 +314,7 @@ def test_on_a_gpu_the_judge_server_starts_with_the_plans_kv_bytes_and_its_own_co
     monkeypatch.setattr(served_judge_plan, "free_port", lambda: port)
     run = plan_run(["profile=80g", *overrides], total_gib=79.2)  # what `medplay train` does before Ray
     config = run.config
-    with served_judge.serve_judge(config, run.settings.judge) as server:
+    with served_judge.serve_judge(run) as server:
         wait_until_served(server.url, timeout_s=60)
         log = server.log_file.read_text()
 

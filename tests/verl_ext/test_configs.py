@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from omegaconf import OmegaConf
 from verl.trainer.ppo.utils import need_critic, need_reference_policy
 from verl.utils.config import validate_config
 
 from medical_team.errors import UserInputError
-from medical_team.launcher.launch import available_profiles, compose_config, runtime_env_vars
+from medical_team.launcher.compose import available_profiles, compose_config
+from medical_team.launcher.environment import runtime_env_vars
 from medical_team.plugin.cpu.patches import patch_vllm_version_lookup
 from medical_team.run.settings import TrainingMode, settings_from_trainer_config
 
@@ -47,16 +47,15 @@ def test_gpu_profiles_fit_one_gpu_and_never_load_the_cpu_runtime(profile: str) -
 
 
 @pytest.mark.parametrize("profile", GPU_PROFILES)
-def test_gpu_profiles_serve_their_judge_and_the_probe_reads_its_share_from_the_profile_file(profile: str) -> None:
-    from medical_team.hardware.memory_plan import plan_inputs
-    from medical_team.hardware.probe import PROFILES
+def test_gpu_profiles_serve_their_judge_and_the_plan_reads_its_share_from_the_checked_settings(profile: str) -> None:
+    from medical_team.launcher.memory_inputs import memory_plan_inputs
 
     config = compose_config([f"profile={profile}"])
-    judge = config.medplay.judge
+    judge = settings_from_trainer_config(config).judge
     assert judge.backend == "vllm" and judge.model
-    # The file's own keys give what the composed config holds: nothing the probe reads comes from elsewhere.
-    assert PROFILES[profile].judge.fraction == judge.serve.gpu_memory_utilization
-    assert PROFILES[profile].judge.quantization == plan_inputs(OmegaConf.to_container(config)).judge_quantization
+    inputs = memory_plan_inputs(config, judge)
+    assert inputs.judge is not None and inputs.judge_share == judge.serve.gpu_memory_utilization
+    assert inputs.judge_quantization == ("fp8" if profile == "24g" else None)
 
 
 @pytest.mark.parametrize("profile", GPU_PROFILES)

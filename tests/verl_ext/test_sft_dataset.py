@@ -16,7 +16,7 @@ from medical_team.data.sft_parquet import read_sft_parquet
 from medical_team.game.cot import parse_response
 from medical_team.game.dataset import ConvertOptions, convert_medec
 from medical_team.game.prompts import with_thinking_prefix
-from medical_team.launcher.launch import available_profiles
+from medical_team.launcher.compose import available_profiles
 from medical_team.launcher.sft import compose_sft_config, sft_option
 from medical_team.launcher.sft_dataset import GamePromptSFTDataset, fit_length
 

@@ -12,7 +12,8 @@ import pytest
 from omegaconf import OmegaConf
 
 from medical_team.errors import UserInputError
-from medical_team.launcher.launch import compose_config, runtime_env_vars
+from medical_team.launcher.compose import compose_config
+from medical_team.launcher.environment import runtime_env_vars
 from medical_team.run.settings import settings_from_trainer_config
 
 pytestmark = pytest.mark.slow
