@@ -15,8 +15,8 @@ from medical_team.compile_cache import (
     compiled_entries,
     release_compile_cache,
 )
-from medical_team.launcher.launch import compiles, compose_config
-from medical_team.launcher.run_plan import derive_run_plan, planned_config
+from medical_team.launcher.compose import compose_config
+from medical_team.launcher.run_plan import compiles, derive_run_plan, planned_config
 from medical_team.run.settings import settings_from_trainer_config
 
 # Another run's launcher: holds the folder's lock until its stdin closes.
@@ -70,13 +70,13 @@ def test_the_plan_puts_the_claim_in_every_workers_environment(tmp_path: Path) ->
     composed = compose_config([f"medplay.cache_dir={tmp_path}"])
     use = claim_compile_cache(Path(composed.medplay.cache_dir))
     try:
-        plan = derive_run_plan(composed, settings_from_trainer_config(composed).judge, compile_cache=use)
+        plan = derive_run_plan(composed, settings_from_trainer_config(composed), compile_cache=use)
     finally:
         release_compile_cache(Path(composed.medplay.cache_dir))
     planned = planned_config(composed, plan)
     assert planned.ray_kwargs.ray_init.runtime_env.env_vars[COMPILE_CACHE_ENV] == "0"
     assert use.line in plan.lines
-    assert COMPILE_CACHE_ENV not in derive_run_plan(composed, settings_from_trainer_config(composed).judge).changes
+    assert COMPILE_CACHE_ENV not in derive_run_plan(composed, settings_from_trainer_config(composed)).changes
 
 
 def test_only_a_run_whose_engines_may_compile_claims_the_cache(tmp_path: Path) -> None:
