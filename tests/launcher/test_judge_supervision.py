@@ -204,12 +204,18 @@ def test_a_game_waiting_on_the_judge_is_said_then_over(capsys):
     assert any(OVER in line for line in said)
 
 
-def test_a_wait_line_names_the_games_and_the_longest_wait() -> None:
+def test_a_wait_line_names_the_games_and_the_longest_wait(capsys) -> None:
     waits = JudgeWaits("http://judge/v1", every_s=0.1)
     with waits.waiting(), waits.waiting():
         time.sleep(0.2)
         line = waits.line()
     assert line is not None and line.startswith(f"{WAIT_MARK} 2 game(s) waiting for the judge at http://judge/v1")
+    # The reporting thread says OVER once the waits ended: read it here, not in a later test's output.
+    said, deadline = "", time.monotonic() + 60  # a hang guard: the thread looks every 0.1 s
+    while OVER not in said and time.monotonic() < deadline:
+        time.sleep(0.05)
+        said += capsys.readouterr().out
+    assert f"{WAIT_MARK} {OVER}: the judge at http://judge/v1 answered the games that waited" in said
 
 
 def test_the_relay_says_workers_wait_lines_and_knows_who_still_waits(tmp_path, capsys):
