@@ -66,6 +66,7 @@ from medical_team.verl_ext.reliability.game_records_file import write_step_recor
 from medical_team.verl_ext.reliability.graceful_stop import end_after_this_step, honour_stop_request
 from medical_team.verl_ext.reliability.guards import NonFiniteGuard
 from medical_team.verl_ext.reliability.metrics_file import use_appending_file_logger
+from medical_team.verl_ext.replay_poll import REPLAY_POLL_S
 from medical_team.verl_ext.roles import role_of_key
 from medical_team.verl_ext.run_failures import NO_TRAJECTORIES, AllTiesError, all_ties_message
 from medical_team.verl_ext.settings import settings_from_trainer_config
@@ -75,10 +76,6 @@ from medical_team.verl_ext.tracking_config import use_redacting_tracking
 from medical_team.vocab import Role
 
 TRAINER_NAME = "medplay_sync"
-# How often the step looks for finished games. verl's replay buffer sleeps 2 s between looks (`poll_interval`, not a
-# config key in 0.9.1), so generation ends up to a look late: on an H200, steps of 256 games with 135 M parameters
-# spent 4.1 or 8.1 s in generation (docs/results/ladder-gpu.md). A look is a few dictionary reads.
-REPLAY_POLL_S = 0.1
 
 
 def in_row_order(batch: KVBatchMeta) -> KVBatchMeta:
