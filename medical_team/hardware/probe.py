@@ -198,7 +198,8 @@ def assess(
     if profile.needs_gpu and attention != FLASH_ATTENTION and not facts.flash_attn.importable:
         notes.append(
             f"flash-attn does not import; the run asks for {attention} attention, which needs none "
-            "(train with actor_rollout_ref.model.use_remove_padding=false: padding removal packs sequences for flash-attn)."
+            "(train with actor_rollout_ref.model.use_remove_padding=false: under sdpa and eager a packed row "
+            "attends through a dense mask, slower than padding: docs/tuning.md)."
         )
     if facts.gpus and not profile.needs_gpu:
         notes.append("Profile cpu-smoke was requested: the GPU stays unused.")

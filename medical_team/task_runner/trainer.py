@@ -70,15 +70,12 @@ from medical_team.task_runner.game_records_file import write_step_records
 from medical_team.task_runner.graceful_stop import end_after_this_step, honour_stop_request
 from medical_team.task_runner.lora_export import export_lora
 from medical_team.task_runner.metrics_file import use_appending_file_logger
+from medical_team.task_runner.replay_poll import REPLAY_POLL_S
 from medical_team.task_runner.step_rewards import add_to_row_rewards, step_deltas
 from medical_team.task_runner.tracking_config import use_redacting_tracking
 from medical_team.vocab import Role
 
 TRAINER_NAME = "medplay_sync"
-# How often the step looks for finished games. verl's replay buffer sleeps 2 s between looks (`poll_interval`, not a
-# config key in 0.9.1), so generation ends up to a look late: on an H200, steps of 256 games with 135 M parameters
-# spent 4.1 or 8.1 s in generation (docs/results/ladder-gpu.md). A look is a few dictionary reads.
-REPLAY_POLL_S = 0.1
 
 
 def in_row_order(batch: KVBatchMeta) -> KVBatchMeta:
