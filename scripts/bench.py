@@ -183,6 +183,19 @@ def gpu_section(work: Path, data: Path, steps: int, skip: int, timeout_s: float)
     }
 
 
+def cpu_smoke_overrides(data: Path, model: Path, steps: int) -> list[str]:
+    """The overrides every benchmarked run shares: cpu-smoke on the prepared data and model, no checkpoints."""
+    return [
+        "profile=cpu-smoke",
+        f"medplay.data_dir={data}",
+        f"medplay.model.path={model}",
+        "medplay.model.build_tiny=false",
+        f"trainer.total_training_steps={steps}",
+        "trainer.save_freq=-1",
+        "trainer.resume_mode=disable",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run both trainings and write the comparison as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -195,15 +208,7 @@ def main(argv: list[str] | None = None) -> int:
 
     work = args.work.resolve()
     data, model = prepare(work)
-    common = [
-        "profile=cpu-smoke",
-        f"medplay.data_dir={data}",
-        f"medplay.model.path={model}",
-        "medplay.model.build_tiny=false",
-        f"trainer.total_training_steps={args.steps}",
-        "trainer.save_freq=-1",
-        "trainer.resume_mode=disable",
-    ]
+    common = cpu_smoke_overrides(data, model, args.steps)
     started = time.time()
     selfplay = train_run("selfplay", work, common, (), args.timeout, args.skip)
     stock = train_run("stock_grpo", work, common, STOCK_OVERRIDES, args.timeout, args.skip)

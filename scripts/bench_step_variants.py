@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import generated_tokens, per_token, prepare, samples_per_step, train_run
+from bench import cpu_smoke_overrides, generated_tokens, per_token, prepare, samples_per_step, train_run
 from bench_runs import STOCK_OVERRIDES
 
 from medical_team.stack import stack_versions
@@ -99,15 +99,7 @@ def main(argv: list[str] | None = None) -> int:
 
     work = args.work.resolve()
     data, model = prepare(work)
-    common = [
-        "profile=cpu-smoke",
-        f"medplay.data_dir={data}",
-        f"medplay.model.path={model}",
-        "medplay.model.build_tiny=false",
-        f"trainer.total_training_steps={args.steps}",
-        "trainer.save_freq=-1",
-        "trainer.resume_mode=disable",
-    ]
+    common = cpu_smoke_overrides(data, model, args.steps)
     started = time.time()
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     for round_number in range(args.rounds):
