@@ -183,6 +183,15 @@ def gpu_section(work: Path, data: Path, steps: int, skip: int, timeout_s: float)
     }
 
 
+def add_run_arguments(parser: argparse.ArgumentParser, output: Path) -> None:
+    """The options every benchmark of training runs takes: steps, warm-up, scratch folder, result file, time limit."""
+    parser.add_argument("--steps", type=int, default=6, help="training steps per run (default 6)")
+    parser.add_argument("--skip", type=int, default=2, help="warm-up steps left out of the medians (default 2)")
+    parser.add_argument("--work", type=Path, default=Path("build/bench"), help="scratch folder (default build/bench)")
+    parser.add_argument("--output", type=Path, default=output, help="result file")
+    parser.add_argument("--timeout", type=float, default=1200, help="seconds allowed per training run")
+
+
 def cpu_smoke_overrides(data: Path, model: Path, steps: int) -> list[str]:
     """The overrides every benchmarked run shares: cpu-smoke on the prepared data and model, no checkpoints."""
     return [
@@ -199,11 +208,7 @@ def cpu_smoke_overrides(data: Path, model: Path, steps: int) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Run both trainings and write the comparison as JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=6, help="training steps per run (default 6)")
-    parser.add_argument("--skip", type=int, default=2, help="warm-up steps left out of the medians (default 2)")
-    parser.add_argument("--work", type=Path, default=Path("build/bench"), help="scratch folder (default build/bench)")
-    parser.add_argument("--output", type=Path, default=Path("build/bench.json"), help="result file")
-    parser.add_argument("--timeout", type=float, default=1200, help="seconds allowed per training run")
+    add_run_arguments(parser, Path("build/bench.json"))
     args = parser.parse_args(argv)
 
     work = args.work.resolve()

@@ -24,7 +24,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench import cpu_smoke_overrides, generated_tokens, per_token, prepare, samples_per_step, train_run
+from bench import (
+    add_run_arguments,
+    cpu_smoke_overrides,
+    generated_tokens,
+    per_token,
+    prepare,
+    samples_per_step,
+    train_run,
+)
 from bench_runs import STOCK_OVERRIDES
 
 from medical_team.stack import stack_versions
@@ -86,11 +94,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=2, help="times every variant runs, alternating (default 2)")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated names (default: all)")
-    parser.add_argument("--steps", type=int, default=6, help="training steps per run (default 6)")
-    parser.add_argument("--skip", type=int, default=2, help="warm-up steps left out of the medians (default 2)")
-    parser.add_argument("--work", type=Path, default=Path("build/bench"), help="scratch folder (default build/bench)")
-    parser.add_argument("--output", type=Path, default=Path("build/bench_step_variants.json"), help="result file")
-    parser.add_argument("--timeout", type=float, default=1200, help="seconds allowed per training run")
+    add_run_arguments(parser, Path("build/bench_step_variants.json"))
     args = parser.parse_args(argv)
     names = [name for name in args.variants.split(",") if name]
     unknown = sorted(set(names) - set(VARIANTS))

@@ -58,23 +58,24 @@ def test_a_joined_cluster_gets_no_resources_and_a_new_one_is_private() -> None:
     assert ray_cluster({}) == ({"ray_kwargs.ray_init.address": "local"}, "a new local cluster")
 
 
-def test_no_module_but_composing_and_planning_writes_to_a_config() -> None:
-    writes = re.compile(r"open_dict\(|OmegaConf\.update\(")
-    found = {
+def modules_matching(pattern: re.Pattern[str]) -> set[str]:
+    """The package's modules (paths relative to it) whose source matches `pattern`."""
+    return {
         str(path.relative_to(PACKAGE))
         for path in PACKAGE.rglob("*.py")
-        if writes.search(path.read_text(encoding="utf-8"))
+        if pattern.search(path.read_text(encoding="utf-8"))
     }
+
+
+def test_no_module_but_composing_and_planning_writes_to_a_config() -> None:
+    writes = re.compile(r"open_dict\(|OmegaConf\.update\(")
+    found = modules_matching(writes)
     assert found <= WRITERS, found - WRITERS
 
 
 def test_cpu_or_gpu_is_decided_in_the_run_plan_only() -> None:
     reads_device = re.compile(r"trainer\.device|trainer\.get\(\"device\"|\"device\", \"cuda\"")
-    found = {
-        str(path.relative_to(PACKAGE))
-        for path in PACKAGE.rglob("*.py")
-        if reads_device.search(path.read_text(encoding="utf-8"))
-    }
+    found = modules_matching(reads_device)
     assert found == {"launcher/run_plan.py"}
 
 
@@ -83,9 +84,7 @@ def test_the_vllm_engines_config_keys_are_written_out_in_one_module() -> None:
         r"\"(actor_rollout_ref\.rollout\.(gpu_memory_utilization|engine_kwargs\.vllm\.kv_cache_memory_bytes)"
         r"|medplay\.judge\.serve\.(gpu_memory_utilization|kv_cache_memory_bytes))\""
     )
-    found = {
-        str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py") if key.search(path.read_text(encoding="utf-8"))
-    }
+    found = modules_matching(key)
     assert found == {"hardware/plan_inputs.py"}
 
 
