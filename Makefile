@@ -131,10 +131,10 @@ shell: | $(VOLUMES)
 train: | $(VOLUMES)
 	$(DOCKER_RUN) $(IMAGE):$(IMAGE_LATEST) train $(ARGS)
 
-# Builds the cpu flavour, then runs it for real in containers (tests/appliance/test_appliance_image.py):
+# Builds the cpu flavour, then runs it for real in containers (tests/container/test_appliance_image.py):
 # 2 training steps onto host volumes, a stop during step 2 and the resume, `shell` on a terminal, a broken CSV.
 # IMAGE_FLAVOUR=gpu [GPU_BASE=pypi] on the command line: the GPU image instead, checked without a GPU
-# (tests/appliance/test_appliance_image_gpu.py: versions, imports, the probe's refusal, config, convert, shell, stop).
+# (tests/container/test_appliance_image_gpu.py: versions, imports, the probe's refusal, config, convert, shell, stop).
 TEST_STACK := $(if $(filter command line environment,$(origin IMAGE_FLAVOUR)),$(STACK),cpu)
 test-image: $(STAMP)
 	$(MAKE) build IMAGE_FLAVOUR=$(if $(filter cpu,$(TEST_STACK)),cpu,gpu) GPU_BASE=$(GPU_BASE)
@@ -142,7 +142,7 @@ test-image: $(STAMP)
 	    MEDPLAY_TEST_UID=$(MEDPLAY_UID) MEDPLAY_TEST_GID=$(MEDPLAY_GID) \
 	    $(if $(filter gpu-pypi,$(TEST_STACK)),MEDPLAY_TEST_WHEELHOUSE=$(dir $(WHEELHOUSE_FULL))) \
 	    $(PY) -m pytest -q -p no:cacheprovider \
-	    tests/appliance/$(if $(filter cpu,$(TEST_STACK)),test_appliance_image.py,test_appliance_image_gpu.py)
+	    tests/container/$(if $(filter cpu,$(TEST_STACK)),test_appliance_image.py,test_appliance_image_gpu.py)
 
 # hadolint (Dockerfile) and shellcheck (every shell script), both from the pinned CPU environment.
 lint: $(STAMP)

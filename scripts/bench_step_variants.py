@@ -10,7 +10,7 @@ each round, and rounds repeat the order, so a change in the machine's load falls
 Figures are medians over the steps after the warm-up steps (verl's `timing_s/*` in each run's metrics
 JSONL), per run and then the median over rounds. `remove_padding` packs the rows into one sequence with
 restarting position ids, attended under sdpa with the block-diagonal mask transformers builds from them
-(tests/verl_ext/test_logprob_paths.py shows the numbers equal the padded path's).
+(tests/plugin/test_logprob_paths.py shows the numbers equal the padded path's).
 """
 
 from __future__ import annotations

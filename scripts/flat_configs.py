@@ -3,7 +3,7 @@
     .venv/bin/python scripts/flat_configs.py            # regenerate
     .venv/bin/python scripts/flat_configs.py --check    # exit 1 if a committed file is stale
 
-tests/verl_ext/test_configs.py runs the check, so the flat views cannot drift from configs/.
+tests/configs/test_configs.py runs the check, so the flat views cannot drift from configs/.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Each profile file states its own needs in `medplay.hardware` (the VRAM it needs, the disk one checkpoint takes,
 the card its memory plan assumes without a GPU) over configs/medplay.yaml's (no GPU), as Hydra composes them;
 nothing here repeats them. `HardwareSettings` is also the
-schema of that section in a composed config (verl_ext/settings.py).
+schema of that section in a composed config (run/settings.py).
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> FullRun:
     convert(root / "data")
     mount, copy = root / "metrics-fs", root / "metrics-fs-copy"
     # The step's game records (games/ beside the metrics file) would take the tmpfs's room first: none here; their
-    # own full-disk case is tests/reliability/test_game_records_file.py.
+    # own full-disk case is tests/task_runner/test_game_records_file.py.
     command = train_command(
         root, STEPS, f"medplay.metrics_file={mount / 'metrics.jsonl'}", "medplay.report.games_per_step=0"
     )

@@ -153,35 +153,35 @@ def run_bad(capsys, *argv: str) -> str:
     return err
 
 
-def test_missing_checkpoint_folder_is_named(capsys, tmp_path, tiny_model):
+def test_missing_checkpoint_folder_is_named(capsys, tmp_path, tiny_model_dir):
     missing = tmp_path / "no-such-checkpoint"
-    err = run_bad(capsys, "--crossplay", str(tiny_model), str(missing), "--output", str(tmp_path / "o"))
+    err = run_bad(capsys, "--crossplay", str(tiny_model_dir), str(missing), "--output", str(tmp_path / "o"))
     assert f"{missing}: field '--crossplay': no such file or folder" in err
     assert not (tmp_path / "o").exists()
 
 
-def test_one_checkpoint_is_not_a_league(capsys, tmp_path, tiny_model):
-    err = run_bad(capsys, "--crossplay", str(tiny_model), "--output", str(tmp_path / "o"))
+def test_one_checkpoint_is_not_a_league(capsys, tmp_path, tiny_model_dir):
+    err = run_bad(capsys, "--crossplay", str(tiny_model_dir), "--output", str(tmp_path / "o"))
     assert "field '--crossplay': a cross-play league needs at least 2 checkpoints, got 1" in err
 
 
-def test_openai_judge_needs_its_address(capsys, tmp_path, tiny_model):
-    argv = ["--crossplay", str(tiny_model), str(tiny_model), "--output", str(tmp_path / "o"), "--judge", "openai"]
+def test_openai_judge_needs_its_address(capsys, tmp_path, tiny_model_dir):
+    argv = ["--crossplay", str(tiny_model_dir), str(tiny_model_dir), "--output", str(tmp_path / "o"), "--judge", "openai"]
     err = run_bad(capsys, *argv)
     assert "field '--judge-url'" in err
 
 
-def test_a_game_file_is_required_for_seeds(capsys, tmp_path, tiny_model):
+def test_a_game_file_is_required_for_seeds(capsys, tmp_path, tiny_model_dir):
     assert main(["convert", "--output", str(tmp_path / "data")]) == 0
     capsys.readouterr()
-    argv = ["--crossplay", str(tiny_model), str(tiny_model), "--output", str(tmp_path / "o")]
+    argv = ["--crossplay", str(tiny_model_dir), str(tiny_model_dir), "--output", str(tmp_path / "o")]
     err = run_bad(capsys, *argv, "--seeds", str(tmp_path / "data" / "benchmark.parquet"))
     assert "benchmark.parquet:row 1: field 'data_source'" in err
 
 
-def test_model_and_crossplay_exclude_each_other(capsys, tmp_path, tiny_model):
+def test_model_and_crossplay_exclude_each_other(capsys, tmp_path, tiny_model_dir):
     with pytest.raises(SystemExit) as exit_info:
-        main(["eval", "--model", str(tiny_model), "--crossplay", str(tiny_model), "--output", str(tmp_path)])
+        main(["eval", "--model", str(tiny_model_dir), "--crossplay", str(tiny_model_dir), "--output", str(tmp_path)])
     assert exit_info.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
 

@@ -20,10 +20,10 @@ def test_missing_model_folder(capsys, tmp_path):
     assert "no such file or folder" in err and "field '--model'" in err
 
 
-def test_checkpoint_without_hf_weights_says_how_to_export(capsys, tmp_path, tiny_model):
+def test_checkpoint_without_hf_weights_says_how_to_export(capsys, tmp_path, tiny_model_dir):
     hf = tmp_path / "ckpt" / "global_step_2" / "actor" / "huggingface"
     hf.mkdir(parents=True)
-    shutil.copy(tiny_model / "config.json", hf / "config.json")
+    shutil.copy(tiny_model_dir / "config.json", hf / "config.json")
     err = run_eval(capsys, "--model", str(tmp_path / "ckpt"), "--output", str(tmp_path / "o"))
     assert "python -m verl.model_merger merge --backend fsdp" in err
     assert "hf_model" in err
@@ -42,13 +42,13 @@ def test_counts_must_be_positive(capsys, tmp_path, flag):
     assert f"field '{flag}': must be at least 1" in err
 
 
-def test_game_parquet_is_not_a_benchmark(capsys, tmp_path, tiny_model):
+def test_game_parquet_is_not_a_benchmark(capsys, tmp_path, tiny_model_dir):
     assert main(["convert", "--output", str(tmp_path / "data")]) == 0
     capsys.readouterr()
     err = run_eval(
         capsys,
         "--model",
-        str(tiny_model),
+        str(tiny_model_dir),
         "--output",
         str(tmp_path / "o"),
         "--benchmark",

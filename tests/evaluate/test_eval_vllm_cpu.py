@@ -9,14 +9,14 @@ from medical_team.cli import main
 pytestmark = pytest.mark.e2e
 
 
-def test_vllm_backend_matches_transformers_on_greedy_responses(tiny_model, tmp_path, monkeypatch):
+def test_vllm_backend_matches_transformers_on_greedy_responses(tiny_model_dir, tmp_path, monkeypatch):
     # vLLM on CPU sizes its KV cache from this (GiB) and must not bind cores on a shared machine.
     monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "1")
     monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "nobind")
     responses = {}
     for backend in ("vllm", "transformers"):
         output = tmp_path / backend
-        argv = ["eval", "--model", str(tiny_model), "--output", str(output), "--backend", backend]
+        argv = ["eval", "--model", str(tiny_model_dir), "--output", str(output), "--backend", backend]
         assert main([*argv, "--limit", "4", "--max-new-tokens", "6", "--batch-size", "4"]) == 0
         result = json.loads((output / "eval.json").read_text())
         assert result["backend"] == backend and len(result["predictions"]) == 4

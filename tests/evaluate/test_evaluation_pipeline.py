@@ -9,7 +9,7 @@ from collections import Counter
 from statistics import fmean
 
 import pytest
-from test_eval_cli import recompute
+from recomputed_scores import recompute
 
 from medical_team.evaluate.benchmark import load_benchmark
 from medical_team.evaluate.evaluation import evaluate, write_outputs

@@ -23,14 +23,14 @@ VALIDATION = {"val-core/medec_benchmark/acc/mean@1": 0.375, "val-aux/medec_bench
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Path:
+def run(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> Path:
     """A cpu-smoke run folder: step 1 validated, step 2 (with a LoRA adapter) committed, both in the metrics file."""
     root = tmp_path_factory.mktemp("run")
     record_run(root)
-    adapter = lora_adapter(tiny_model, tmp_path_factory.mktemp("adapter") / "lora_adapter")
+    adapter = lora_adapter(tiny_model_dir, tmp_path_factory.mktemp("adapter") / "lora_adapter")
     checkpoints = root / "checkpoints"
-    save_step(checkpoints, 1, tiny_model)
-    save_step(checkpoints, 2, tiny_model, adapter=adapter)
+    save_step(checkpoints, 1, tiny_model_dir)
+    save_step(checkpoints, 2, tiny_model_dir, adapter=adapter)
     log_metrics(checkpoints, [(0, VALIDATION), (1, {"actor/lr": 1e-5}), (2, {"actor/lr": 1e-5})])
     return root
 
@@ -46,7 +46,7 @@ def front_matter(card: str) -> dict:
     return yaml.safe_load(card.split("---\n")[1])
 
 
-def test_the_newest_verified_step_exports_a_loadable_model_with_its_card(run: Path, tmp_path: Path, tiny_model: Path):
+def test_the_newest_verified_step_exports_a_loadable_model_with_its_card(run: Path, tmp_path: Path, tiny_model_dir: Path):
     import torch
     from peft import PeftModel
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -74,7 +74,7 @@ def test_the_newest_verified_step_exports_a_loadable_model_with_its_card(run: Pa
     assert {"model.safetensors", "config.json", "tokenizer.json"} <= set(record["files"]["model"])
     assert "lora_adapter/adapter_model.safetensors" in record["files"]["lora_adapter"]
     model = AutoModelForCausalLM.from_pretrained(output)
-    source = AutoModelForCausalLM.from_pretrained(tiny_model)
+    source = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
     tokenizer = AutoTokenizer.from_pretrained(output)
     ids = tokenizer.apply_chat_template([{"role": "user", "content": "a note"}], return_tensors="pt", return_dict=True)
     with torch.no_grad():
@@ -179,7 +179,7 @@ def test_a_checkpoint_away_from_its_run_says_what_is_missing(run: Path, tmp_path
 
 
 def test_a_medplay_eval_of_the_checkpoint_goes_in_the_card_and_one_of_another_model_is_refused(
-    run: Path, tmp_path: Path, tiny_model: Path, capsys
+    run: Path, tmp_path: Path, tiny_model_dir: Path, capsys
 ):
     step = run / "checkpoints/global_step_2"
     evaluated = tmp_path / "eval"
@@ -194,12 +194,12 @@ def test_a_medplay_eval_of_the_checkpoint_goes_in_the_card_and_one_of_another_mo
     assert f"| error_flag_accuracy | {scores['error_flag_accuracy']:.4f} |" in card
     assert "baseline `always_correct`" in card
     other = tmp_path / "eval-other"
-    assert main(["eval", "--model", str(tiny_model), "--output", str(other), *flags]) == 0
+    assert main(["eval", "--model", str(tiny_model_dir), "--output", str(other), *flags]) == 0
     capsys.readouterr()
     refused = tmp_path / "export-other"
     assert main(["export", "--checkpoint", str(step), "--output", str(refused), "--eval", str(other)]) == 2
     err = capsys.readouterr().err
-    assert f"{other / 'eval.json'}: field 'resolved_model': evaluated {tiny_model}, not this checkpoint's model" in err
+    assert f"{other / 'eval.json'}: field 'resolved_model': evaluated {tiny_model_dir}, not this checkpoint's model" in err
     assert not refused.exists()
 
 

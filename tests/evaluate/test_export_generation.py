@@ -65,12 +65,12 @@ def teach(model_dir: Path, note: MedecNote) -> float:
 
 
 def test_the_export_answers_the_assessor_prompt_parseably_in_transformers_and_vllm(
-    tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import shutil
 
     note = load_medec(bundled_csv(TEST_CSV)).notes[0]  # the note `medplay eval --limit 1` scores
-    taught = Path(shutil.copytree(tiny_model, tmp_path / "taught"))
+    taught = Path(shutil.copytree(tiny_model_dir, tmp_path / "taught"))
     assert teach(taught, note) < TAUGHT_LOSS
     save_step(tmp_path / "run" / "checkpoints", 3, taught)
     exported = tmp_path / "export"

@@ -27,9 +27,9 @@ pytestmark = [pytest.mark.long, pytest.mark.e2e]
 FIELDS = {"note_id", "verdict", "sentence", "correction", "error_type", "format_violations", "response", "location"}
 
 
-def test_predict_on_an_export_with_vllm_cpu(tiny_model, test_notes, tmp_path, monkeypatch):
+def test_predict_on_an_export_with_vllm_cpu(tiny_model_dir, test_notes, tmp_path, monkeypatch):
     notes = test_notes[:3]
-    taught = Path(shutil.copytree(tiny_model, tmp_path / "taught"))
+    taught = Path(shutil.copytree(tiny_model_dir, tmp_path / "taught"))
     assert teach(taught, notes[0]) < TAUGHT_LOSS
     save_step(tmp_path / "run" / "checkpoints", 2, taught)
     exported = tmp_path / "export"

@@ -98,9 +98,9 @@ def check_batch(batch: GameBatch, seeds: list[GameSeed]) -> None:
 
 
 @pytest.mark.slow
-def test_tiny_model_plays_sixteen_games_with_the_rules_judge(tiny_model_dir: Path, seeds: list[GameSeed]) -> None:
+def test_tiny_model_plays_sixteen_games_with_the_rules_judge(tiny_qwen2_dir: Path, seeds: list[GameSeed]) -> None:
     generator = RecordingGenerator(
-        HFGenerator.from_pretrained(str(tiny_model_dir), SamplingSettings(max_new_tokens=24))
+        HFGenerator.from_pretrained(str(tiny_qwen2_dir), SamplingSettings(max_new_tokens=24))
     )
     batch = play_batch(seeds, generator, RulesJudge())
     check_batch(batch, seeds)
@@ -115,11 +115,11 @@ def test_tiny_model_plays_sixteen_games_with_the_rules_judge(tiny_model_dir: Pat
 
 @pytest.mark.slow
 def test_tiny_model_judge_cannot_parse_so_games_tie_and_are_removed(
-    tiny_model_dir: Path, seeds: list[GameSeed]
+    tiny_qwen2_dir: Path, seeds: list[GameSeed]
 ) -> None:
-    settings = packaged_judge_settings(backend="hf", model=str(tiny_model_dir), serve={"max_tokens": 16})
+    settings = packaged_judge_settings(backend="hf", model=str(tiny_qwen2_dir), serve={"max_tokens": 16})
     judge = build_judge(settings, Runtime(dtype="float32"))
-    generator = HFGenerator.from_pretrained(str(tiny_model_dir), SamplingSettings(max_new_tokens=16))
+    generator = HFGenerator.from_pretrained(str(tiny_qwen2_dir), SamplingSettings(max_new_tokens=16))
     batch = play_batch(seeds, generator, judge)
     check_batch(batch, seeds)
     adversarial = [g for g in batch.games if g.seed.category.adversarial]
@@ -228,24 +228,24 @@ def test_empty_batch_still_reports_every_metric() -> None:
     assert batch.games == [] and set(GAME_MD_METRICS) <= set(batch.metrics)
 
 
-def test_greedy_batched_generation_equals_one_at_a_time(tiny_model_dir: Path) -> None:
+def test_greedy_batched_generation_equals_one_at_a_time(tiny_qwen2_dir: Path) -> None:
     settings = SamplingSettings(max_new_tokens=12, do_sample=False, batch_size=4)
-    generator = HFGenerator.from_pretrained(str(tiny_model_dir), settings)
+    generator = HFGenerator.from_pretrained(str(tiny_qwen2_dir), settings)
     prompts = [assessor_messages("Short."), assessor_messages("A longer note: the patient has fever and a cough.")]
     assert generator.generate(prompts) == [generator.generate([p])[0] for p in prompts]
 
 
 @pytest.mark.slow
-def test_sampling_is_reproducible_with_a_seed(tiny_model_dir: Path, tiny_qwen3_dir: Path) -> None:
+def test_sampling_is_reproducible_with_a_seed(tiny_qwen2_dir: Path, tiny_model_dir: Path) -> None:
     prompts = [assessor_messages("The patient has a rash.")] * 3
-    for path in (tiny_model_dir, tiny_qwen3_dir):
+    for path in (tiny_qwen2_dir, tiny_model_dir):
         first = HFGenerator.from_pretrained(str(path), SamplingSettings(max_new_tokens=12, seed=7)).generate(prompts)
         again = HFGenerator.from_pretrained(str(path), SamplingSettings(max_new_tokens=12, seed=7)).generate(prompts)
         assert first == again and all(isinstance(t, str) for t in first)
 
 
-def test_prompt_ends_with_the_thinking_prefix(tiny_model_dir: Path) -> None:
-    generator = HFGenerator.from_pretrained(str(tiny_model_dir))
+def test_prompt_ends_with_the_thinking_prefix(tiny_qwen2_dir: Path) -> None:
+    generator = HFGenerator.from_pretrained(str(tiny_qwen2_dir))
     rendered = generator.render(assessor_messages("Note."))
     assert rendered.endswith("<|im_start|>assistant\nLet's think step by step.\n<think> ")
 
@@ -258,7 +258,7 @@ def test_bad_sampling_settings_name_the_field(field: str, value: float) -> None:
         SamplingSettings(**{field: value})
 
 
-def test_native_thinking_ends_the_prompt_with_the_model_opener(tiny_qwen3_dir: Path) -> None:
-    generator = HFGenerator.from_pretrained(str(tiny_qwen3_dir), native_thinking=True)
+def test_native_thinking_ends_the_prompt_with_the_model_opener(tiny_model_dir: Path) -> None:
+    generator = HFGenerator.from_pretrained(str(tiny_model_dir), native_thinking=True)
     rendered = generator.render(assessor_messages("Note."))
     assert rendered.endswith("<|im_start|>assistant\n<think>\n") and "Let's think step by step" not in rendered

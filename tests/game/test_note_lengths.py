@@ -26,10 +26,10 @@ def test_the_limit_is_the_largest_prompt_length_of_the_composed_profiles():
     assert len(composed) == 6 and largest_prompt_length() == max(composed) == 2048
 
 
-def test_no_bundled_note_is_named_and_the_bound_is_below_the_tiny_tokenizers_tokens(tiny_qwen3_dir):
+def test_no_bundled_note_is_named_and_the_bound_is_below_the_tiny_tokenizers_tokens(tiny_model_dir):
     notes = [*load_medec(bundled_csv(VALIDATION_CSV)).notes, *load_medec(bundled_csv(TEST_CSV)).notes]
     assert long_notes(notes, 2048) == []
-    tokenizer = AutoTokenizer.from_pretrained(tiny_qwen3_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
     assert all(len(note.text) / len(tokenizer.encode(note.text)) < MAX_CHARS_PER_TOKEN for note in notes)
 
 

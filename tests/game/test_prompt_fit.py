@@ -26,8 +26,8 @@ LONG_NOTE = (SENTENCE * 600)[:48_240]  # the length of the note `medplay convert
 
 
 @pytest.fixture(scope="module")
-def tokenizer(tiny_model_dir):
-    return AutoTokenizer.from_pretrained(tiny_model_dir)
+def tokenizer(tiny_qwen2_dir):
+    return AutoTokenizer.from_pretrained(tiny_qwen2_dir)
 
 
 def harmful_seed(text: str) -> GameSeed:

@@ -23,18 +23,12 @@ from medical_team.game.prompt_fit import prompt_ids
 from medical_team.game.prompts import assessor_messages
 from medical_team.launcher.judge_context import check_judge_context, longest_judge_request
 from medical_team.launcher.prompt_lengths import check_prompt_lengths, longest_prompt
-from medical_team.models.tiny import build_tiny_model
 from medical_team.run.settings import SelfPlaySettings, selfplay_settings
 
 
 @pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_tiny_model(tmp_path_factory.mktemp("tiny") / "model")
-
-
-@pytest.fixture(scope="module")
-def tokenizer(tiny_model: Path):
-    return AutoTokenizer.from_pretrained(tiny_model)
+def tokenizer(tiny_model_dir: Path):
+    return AutoTokenizer.from_pretrained(tiny_model_dir)
 
 
 @pytest.fixture(scope="module")
@@ -81,15 +75,15 @@ def settings(**judge_serve: int) -> SelfPlaySettings:
     )
 
 
-def test_the_bundled_data_fits_the_cpu_smoke_prompt_length(bundled_data, tiny_model, tokenizer):
-    check_prompt_lengths(run_config(bundled_data, tiny_model), settings(), tokenizer)
+def test_the_bundled_data_fits_the_cpu_smoke_prompt_length(bundled_data, tiny_model_dir, tokenizer):
+    check_prompt_lengths(run_config(bundled_data, tiny_model_dir), settings(), tokenizer)
     longest = longest_prompt(tokenizer, bundled_data / "train.parquet", settings(), True, {})
     assert longest is not None and 1000 < longest.tokens <= 1280  # ~1150 tiny tokens: close, and inside
 
 
-def test_a_note_too_long_for_the_prompt_length_is_named_with_its_row_and_tokens(long_data, tiny_model, tokenizer):
+def test_a_note_too_long_for_the_prompt_length_is_named_with_its_row_and_tokens(long_data, tiny_model_dir, tokenizer):
     with pytest.raises(UserInputError) as caught:
-        check_prompt_lengths(run_config(long_data, tiny_model), settings(), tokenizer)
+        check_prompt_lengths(run_config(long_data, tiny_model_dir), settings(), tokenizer)
     error = caught.value
     assert error.file == str(long_data / "train.parquet") and error.field == "data.train_files"
     assert error.row in (13, 14)  # the note's two seeds (harmful, and its correction as a benign seed)
@@ -97,21 +91,21 @@ def test_a_note_too_long_for_the_prompt_length_is_named_with_its_row_and_tokens(
     assert match and int(match.group(1)) > 10_000
 
 
-def test_the_assessor_needs_room_for_a_whole_rewrite(bundled_data, tiny_model, tokenizer):
+def test_the_assessor_needs_room_for_a_whole_rewrite(bundled_data, tiny_model_dir, tokenizer):
     instructions = len(prompt_ids(tokenizer, assessor_messages("")))
     response_length = 1280 - instructions + 1
     with pytest.raises(UserInputError) as caught:
-        check_prompt_lengths(run_config(bundled_data, tiny_model, 1280, response_length), settings(), tokenizer)
+        check_prompt_lengths(run_config(bundled_data, tiny_model_dir, 1280, response_length), settings(), tokenizer)
     assert caught.value.field == "data.max_prompt_length"
     assert (
         f"a rewrite of data.max_response_length={response_length} tokens takes up to {instructions} + "
         f"{response_length} = 1281 tokens, over data.max_prompt_length=1280" in caught.value.message
     )
-    check_prompt_lengths(run_config(bundled_data, tiny_model, 1280, response_length - 1), settings(), tokenizer)
+    check_prompt_lengths(run_config(bundled_data, tiny_model_dir, 1280, response_length - 1), settings(), tokenizer)
 
 
-def test_the_served_judges_context_must_hold_the_longest_request(bundled_data, tiny_model, tokenizer):
-    config = run_config(bundled_data, tiny_model, 1280, 48)
+def test_the_served_judges_context_must_hold_the_longest_request(bundled_data, tiny_model_dir, tokenizer):
+    config = run_config(bundled_data, tiny_model_dir, 1280, 48)
     size = longest_judge_request(tokenizer, bundled_data / "train.parquet", settings(), 48, 128)
     assert size is not None and size.total == size.prompt_tokens + 48 + 128
     check_judge_context(config, settings(max_model_len=size.total), tokenizer)
@@ -138,7 +132,7 @@ def test_medplay_train_refuses_an_overlong_note_before_anything_starts(long_data
     assert "Ray" not in log and not (tmp_path / "judge-server.log").exists()
 
 
-def test_medplay_train_refuses_a_served_judge_too_short_for_its_requests(bundled_data, tiny_model, tmp_path, capsys):
+def test_medplay_train_refuses_a_served_judge_too_short_for_its_requests(bundled_data, tiny_model_dir, tmp_path, capsys):
     status = main(
         [
             "train",
@@ -146,7 +140,7 @@ def test_medplay_train_refuses_a_served_judge_too_short_for_its_requests(bundled
             f"medplay.data_dir={bundled_data}",
             f"medplay.output_dir={tmp_path}",
             "medplay.judge.backend=vllm",
-            f"medplay.judge.model={tiny_model}",
+            f"medplay.judge.model={tiny_model_dir}",
             "medplay.judge.serve.max_model_len=1024",
         ]
     )

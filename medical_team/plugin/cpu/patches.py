@@ -80,7 +80,7 @@ def patch_vllm_keep_linear_weights(linear: ModuleType) -> None:
     method_cls.process_weights_after_loading = process_weights_after_loading
 
 
-# (module, the name in it the patch replaces, the patch); tests/verl_ext/test_verl_contracts.py checks each target.
+# (module, the name in it the patch replaces, the patch); tests/test_verl_contracts.py checks each target.
 PATCHED_ON_IMPORT = (
     ("verl.utils.distributed", "initialize_global_process_group_ray", patch_process_group_backend),
     ("verl.workers.engine.fsdp.transformer_impl", "CPUOffloadPolicy", patch_unpinned_offload),

@@ -3,7 +3,7 @@ stop and resume, the shell on a terminal, a broken CSV, TensorBoard on the volum
 image and runs these (minutes each; not in CI).
 
 Run by hand: MEDPLAY_TEST_IMAGE=medplay:cpu MEDPLAY_TEST_ENGINE="podman --runtime runc" \
-    MEDPLAY_TEST_UID=1000 MEDPLAY_TEST_GID=1000 .venv/bin/python -m pytest -q tests/appliance/test_appliance_image.py
+    MEDPLAY_TEST_UID=1000 MEDPLAY_TEST_GID=1000 .venv/bin/python -m pytest -q tests/container/test_appliance_image.py
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from statistics import fmean
 
 import pytest
 from mediqa_corr_2024 import as_eval_json, official_part, score
-from rouge_score import rouge_scorer
+from recomputed_scores import recompute
 
 from medical_team.cli import main
 
@@ -17,38 +17,21 @@ BASELINES = {
 }
 
 
-def recompute(predictions: list[dict], notes) -> dict[str, float]:
-    """Flag accuracy, sentence accuracy and composite correction score, straight from the MEDIQA-CORR rules."""
-    rouge = rouge_scorer.RougeScorer(["rouge1"])
-    by_id = {p["text_id"]: p for p in predictions}
-    flags, sentences, corrections = [], [], []
-    for note in notes:
-        p = by_id.get(note.text_id)
-        flags.append(p is not None and p["flag"] == int(note.error_flag))
-        sentences.append(p is not None and p["sentence_id"] == note.error_sentence_id)
-        if p is None or p["flag"] is None:
-            corrections.append(0.0)
-            continue
-        candidate = (p["correction"] or "") if p["flag"] == 1 else ""
-        reference = note.corrected_sentence or ""
-        if not candidate and not reference:
-            corrections.append(1.0)
-        elif not candidate or not reference:
-            corrections.append(0.0)
-        else:
-            corrections.append(rouge.score(reference, candidate)["rouge1"].fmeasure)
-    return {
-        "error_flag_accuracy": fmean(flags),
-        "error_sentence_accuracy": fmean(sentences),
-        "correction_rouge1_f1": fmean(corrections),
-    }
-
-
 @pytest.fixture(scope="module")
-def full_run(tiny_model, tmp_path_factory):
+def full_run(tiny_model_dir, tmp_path_factory):
     """One `medplay eval` of the tiny model on all 597 notes (short generations keep it to a minute or two)."""
     output = tmp_path_factory.mktemp("eval")
-    argv = ["eval", "--model", str(tiny_model), "--output", str(output), "--max-new-tokens", "3", "--batch-size", "32"]
+    argv = [
+        "eval",
+        "--model",
+        str(tiny_model_dir),
+        "--output",
+        str(output),
+        "--max-new-tokens",
+        "3",
+        "--batch-size",
+        "32",
+    ]
     assert main(argv) == 0
     return output
 
@@ -102,10 +85,10 @@ def test_summary_page_and_console_show_baselines_beside_the_model(full_run, caps
     assert "## Per error type" in page and "| diagnosis | 116 |" in page
 
 
-def test_converted_benchmark_parquet_with_limit(tiny_model, tmp_path, test_notes):
+def test_converted_benchmark_parquet_with_limit(tiny_model_dir, tmp_path, test_notes):
     assert main(["convert", "--output", str(tmp_path / "data")]) == 0
     output = tmp_path / "eval"
-    argv = ["eval", "--model", str(tiny_model), "--output", str(output), "--max-new-tokens", "2", "--limit", "5"]
+    argv = ["eval", "--model", str(tiny_model_dir), "--output", str(output), "--max-new-tokens", "2", "--limit", "5"]
     assert main([*argv, "--benchmark", str(tmp_path / "data" / "benchmark.parquet")]) == 0
     result = json.loads((output / "eval.json").read_text())
     assert [p["text_id"] for p in result["predictions"]] == [n.text_id for n in test_notes[:5]]
@@ -113,9 +96,9 @@ def test_converted_benchmark_parquet_with_limit(tiny_model, tmp_path, test_notes
         assert result[key] == pytest.approx(value)
 
 
-def test_limit_writes_the_reference_of_the_scored_notes_only(tiny_model, tmp_path, test_notes):
+def test_limit_writes_the_reference_of_the_scored_notes_only(tiny_model_dir, tmp_path, test_notes):
     output = tmp_path / "eval"
-    argv = ["eval", "--model", str(tiny_model), "--output", str(output), "--max-new-tokens", "2", "--limit", "50"]
+    argv = ["eval", "--model", str(tiny_model_dir), "--output", str(output), "--max-new-tokens", "2", "--limit", "50"]
     assert main(argv) == 0
     with (output / "reference.csv").open(encoding="utf-8", newline="") as handle:
         rows = list(csv.reader(handle))[1:]
@@ -126,11 +109,11 @@ def test_limit_writes_the_reference_of_the_scored_notes_only(tiny_model, tmp_pat
     assert script["counters"]["total_texts"] == 50
 
 
-def test_verl_checkpoint_folder_with_hf_export_is_accepted(tiny_model, tmp_path):
+def test_verl_checkpoint_folder_with_hf_export_is_accepted(tiny_model_dir, tmp_path):
     import shutil
 
     root = tmp_path / "checkpoints"
-    shutil.copytree(tiny_model, root / "global_step_4" / "actor" / "huggingface")
+    shutil.copytree(tiny_model_dir, root / "global_step_4" / "actor" / "huggingface")
     (root / "latest_checkpointed_iteration.txt").write_text("4")
     output = tmp_path / "eval"
     argv = ["eval", "--model", str(root), "--output", str(output), "--max-new-tokens", "2", "--limit", "2"]

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
-from conftest import composed_config
+from composed_configs import composed_config
 from verl.trainer.ppo.v1.trainer_base import PPOTrainer
 
 from medical_team.task_runner.replay_poll import REPLAY_POLL_S, QuickPollReplayBuffer

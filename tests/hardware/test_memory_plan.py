@@ -2,7 +2,7 @@
 
 The measured figures come from the first GPU run (H100 80GB, main at dd73a78): run 2 (profile 80g, rules judge)
 and logits-mem/ (log-prob, entropy and a training micro-batch of a Qwen3-4B-shaped model, torch only).
-Run: .venv/bin/python -m pytest -q tests/appliance/test_memory_plan.py
+Run: .venv/bin/python -m pytest -q tests/hardware/test_memory_plan.py
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_appliance_probe import gpu, gpu_host
+from test_probe import gpu, gpu_host
 
 from medical_team.cli import main
 from medical_team.cli.probe import compose_plan

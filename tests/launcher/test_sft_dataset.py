@@ -1,6 +1,6 @@
 """medplay's verl SFT dataset and config: prompts tokenized exactly as the game's agent loop does, the target trained.
 
-.venv/bin/python -m pytest -q tests/verl_ext/test_sft_dataset.py
+.venv/bin/python -m pytest -q tests/launcher/test_sft_dataset.py
 """
 
 from __future__ import annotations

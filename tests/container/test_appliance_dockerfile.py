@@ -1,6 +1,6 @@
 """What the image promises, read from the Dockerfile (no Docker engine runs here), and its health check script.
 
-Run: .venv/bin/python -m pytest -q tests/appliance/test_appliance_dockerfile.py
+Run: .venv/bin/python -m pytest -q tests/container/test_appliance_dockerfile.py
 """
 
 from __future__ import annotations

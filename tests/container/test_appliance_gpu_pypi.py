@@ -2,9 +2,9 @@
 network or an engine: the Makefile builds that wheelhouse from the same lock, the Dockerfile's install step turns
 its SHA256SUMS into the install list (run here on a wheelhouse written from the dry plan), and what the flavour
 leaves out (flash-attn) is what the image says it runs without (sdpa). The built image's `pip freeze` against the
-wheelhouse's manifest is tests/appliance/test_appliance_image_gpu.py (`make test-image IMAGE_FLAVOUR=gpu GPU_BASE=pypi`).
+wheelhouse's manifest is tests/container/test_appliance_image_gpu.py (`make test-image IMAGE_FLAVOUR=gpu GPU_BASE=pypi`).
 
-Run: .venv/bin/python -m pytest -q tests/appliance/test_appliance_gpu_pypi.py
+Run: .venv/bin/python -m pytest -q tests/container/test_appliance_gpu_pypi.py
 """
 
 from __future__ import annotations

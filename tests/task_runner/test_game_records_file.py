@@ -3,7 +3,7 @@ file that cannot be written ends the run with the step's old file intact.
 
 The fault is real: a child process under a file-size limit (RLIMIT_FSIZE, as in test_metrics_file.py).
 
-Run: PYTHONPATH=tests .venv/bin/python -m pytest -q tests/reliability/test_game_records_file.py
+Run: PYTHONPATH=tests .venv/bin/python -m pytest -q tests/task_runner/test_game_records_file.py
 """
 
 from __future__ import annotations

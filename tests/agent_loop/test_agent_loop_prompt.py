@@ -1,6 +1,6 @@
 """The agent loop's prompt: an over-long note is cut inside the user message, and verl's prompt budget is the one it fits.
 
-.venv/bin/python -m pytest -q tests/verl_ext/test_agent_loop_prompt.py
+.venv/bin/python -m pytest -q tests/agent_loop/test_agent_loop_prompt.py
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The real entrypoint with the real supervisord and Ray, outside Docker, on the cpu-smoke profile.
 
-Run: .venv/bin/python -m pytest -q -m e2e tests/appliance/test_appliance_pipeline.py
+Run: .venv/bin/python -m pytest -q -m e2e tests/container/test_appliance_pipeline.py
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Log-probs, entropy and one policy update of verl's own FSDP2 actor on CPU, per set of config overrides.
 
-    python tests/verl_ext/logprob_paths.py MODEL_DIR OUTPUT.pt NAME=OVERRIDE,OVERRIDE,... [NAME=...]
+    python tests/plugin/logprob_paths.py MODEL_DIR OUTPUT.pt NAME=OVERRIDE,OVERRIDE,... [NAME=...]
 
 For each variant the actor is verl's `ActorRolloutRefWorker` (role `actor`) built in this process
 from the `cpu-smoke` config as `medplay train` composes it plus the variant's overrides, one rank on

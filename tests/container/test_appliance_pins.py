@@ -5,7 +5,7 @@ pins of its `vllm` and flash-attn extras, and the CUDA version in the flash-attn
 the same verl as the CPU environment. The Dockerfile's defaults, docs/appliance.md, the probe's CUDA
 figures, `medplay version`'s stack, the package's own verl/transformers requirements and `make
 build`'s tag must all agree with the lock.
-Run: .venv/bin/python -m pytest -q tests/appliance/test_appliance_pins.py
+Run: .venv/bin/python -m pytest -q tests/container/test_appliance_pins.py
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import pytest
 
 from medical_team.cli import main
 
-CORPUS = Path(__file__).parent / "corpus" / "csv"
+CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "csv"
 EXPECTED = json.loads((CORPUS / "expected.json").read_text(encoding="utf-8"))
 MEDPLAY = Path(sys.executable).parent / "medplay"
 

@@ -1,7 +1,7 @@
 """The offline wheelhouse (scripts/wheelhouse.py), checked without a network: its dry manifest against the lock,
 the flavours' rules, the split into parts and install.sh joining and verifying them.
 
-Run: .venv/bin/python -m pytest -q tests/appliance/test_appliance_wheelhouse.py
+Run: .venv/bin/python -m pytest -q tests/container/test_appliance_wheelhouse.py
 """
 
 from __future__ import annotations

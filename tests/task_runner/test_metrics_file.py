@@ -5,7 +5,7 @@ Each fault is real, in a child process that logs two steps through `AppendingFil
 EFBIG instead of killing it), and a tmpfs too small for the second record (`tests/tiny_filesystem.py`: ENOSPC).
 The limit sits between the end of step 1's record and the end of step 2's.
 
-Run: PYTHONPATH=tests .venv/bin/python -m pytest -q tests/reliability/test_metrics_file.py
+Run: PYTHONPATH=tests .venv/bin/python -m pytest -q tests/task_runner/test_metrics_file.py
 """
 
 from __future__ import annotations

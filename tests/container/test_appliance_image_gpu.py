@@ -5,7 +5,7 @@ profiles' composed config, convert on the bundled data, the shell on a terminal,
 
 Run by hand: MEDPLAY_TEST_IMAGE=medplay:0.1.0-verl0.9.1-torch2.11.0-vllm0.24.0-cu130-py3.12-pypi \
     MEDPLAY_TEST_ENGINE="podman --runtime runc" MEDPLAY_TEST_WHEELHOUSE=build/wheelhouse/full \
-    .venv/bin/python -m pytest -q tests/appliance/test_appliance_image_gpu.py
+    .venv/bin/python -m pytest -q tests/container/test_appliance_image_gpu.py
 """
 
 from __future__ import annotations

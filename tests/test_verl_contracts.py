@@ -5,7 +5,7 @@ drive verl's own code (the replay buffer, the worker's post-processing, the V1 `
 inputs, with TransferQueue, Ray and the models replaced by recorders, so a verl release that changes
 one of these behaviours fails here instead of grouping rows wrongly, or not stopping, in a run.
 
-    .venv/bin/python -m pytest -q tests/verl_ext/test_verl_contracts.py
+    .venv/bin/python -m pytest -q tests/test_verl_contracts.py
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 import torch
 import transfer_queue as tq
-from conftest import composed_config
+from composed_configs import composed_config
 from omegaconf import DictConfig, OmegaConf
 from tensordict import NonTensorData, NonTensorStack, TensorDict
 from transfer_queue import KVBatchMeta

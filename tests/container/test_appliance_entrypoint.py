@@ -1,6 +1,6 @@
 """The container entrypoint outside Docker: command dispatch, argument checks, lint, and SIGTERM forwarding.
 
-Run: .venv/bin/python -m pytest -q tests/appliance/test_appliance_entrypoint.py
+Run: .venv/bin/python -m pytest -q tests/container/test_appliance_entrypoint.py
 """
 
 from __future__ import annotations

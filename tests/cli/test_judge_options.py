@@ -22,17 +22,9 @@ EVAL_FLAGS = {
 UNSET = "MEDPLAY_TEST_JUDGE_KEY_NEVER_SET"
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A random tiny Qwen3 folder built by the product's builder: `medplay eval --crossplay` checks it before the judge."""
-    from medical_team.models.tiny import build_tiny_model
-
-    return build_tiny_model(tmp_path_factory.mktemp("models") / "tiny-qwen3")
-
-
-def _commands(tiny_model: Path, output: Path) -> dict[str, tuple[list[str], dict[str, str], str]]:
+def _commands(tiny_model_dir: Path, output: Path) -> dict[str, tuple[list[str], dict[str, str], str]]:
     """Each command's argv before its judge options, its flags' names and how its errors name the backend."""
-    league = ["eval", "--crossplay", str(tiny_model), str(tiny_model), "--output", str(output)]
+    league = ["eval", "--crossplay", str(tiny_model_dir), str(tiny_model_dir), "--output", str(output)]
     return {
         "serve": (["judge", "serve"], JUDGE_FLAGS, "backend"),
         "audit": (["judge", "audit", "--output", str(output)], JUDGE_FLAGS, "backend"),
@@ -64,11 +56,11 @@ def test_each_command_refuses_the_same_mistake_naming_its_own_option(
     options: dict[str, str],
     field: str,
     message: str,
-    tiny_model: Path,
+    tiny_model_dir: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    argv, flags, noun = _commands(tiny_model, tmp_path / "out")[command]
+    argv, flags, noun = _commands(tiny_model_dir, tmp_path / "out")[command]
     given = [part for name, value in options.items() for part in (flags[name], value)]
     assert main([*argv, *given]) == 2
     err = capsys.readouterr().err.strip()

@@ -1,6 +1,6 @@
 """The GPU capability probe: profile choice and refusals from measured facts, and `medplay probe` on this host.
 
-Run: .venv/bin/python -m pytest -q tests/appliance/test_appliance_probe.py
+Run: .venv/bin/python -m pytest -q tests/hardware/test_probe.py
 """
 
 from __future__ import annotations
