@@ -48,9 +48,6 @@ else
     python="${PYTHON:-python3}"
 fi
 site="${SITE:-/root/medplay-site}"
-# The wheelhouse has no flash-attn: every training run on a GPU uses torch's sdpa without padding removal.
-gpu_overrides="+actor_rollout_ref.model.override_config.attn_implementation=sdpa actor_rollout_ref.model.use_remove_padding=false"
-[[ "${cpu}" == 1 ]] && gpu_overrides=""
 out="${out:-${work}/out-${phase}}"
 mkdir -p "${work}" "${out}"
 out="$(cd "${out}" && pwd)"
@@ -65,6 +62,13 @@ use_site() {
     fi
     # shellcheck disable=SC1091
     source "${site}/env.sh"
+}
+
+# The wheelhouse has no flash-attn: every training run on a GPU uses torch's sdpa without padding removal, with the
+# overrides medical_team/hardware/attention.py gives for it (after use_site); none on the CPU.
+gpu_overrides() {
+    [[ "${cpu}" == 1 ]] && return 0
+    "${python}" -c 'from medical_team.hardware.attention import attention_overrides; print(*attention_overrides("sdpa"))'
 }
 
 # The CLI: on PATH after use_site on a GPU host, beside the project's Python on the CPU.
@@ -126,7 +130,7 @@ python_phase() {
     [[ "${cpu}" == 1 ]] && args+=(--cpu)
     # scripts/ first: gpu_kit.py imports bench_runs and bench_gpu from beside itself.
     timeout -k 15 "$((limit_s + 10))" "${python}" "${repo}/scripts/gpu_kit.py" "${args[@]}" --work "${work}" \
-        --out "${out}" --steps "${STEPS:-3}" --limit-s "$((limit_s - 10))" --extra "${gpu_overrides} ${EXTRA:-}"
+        --out "${out}" --steps "${STEPS:-3}" --limit-s "$((limit_s - 10))" --extra "$(gpu_overrides) ${EXTRA:-}"
 }
 
 ladder() {
@@ -160,7 +164,7 @@ learn() {
     # A run from the start begins in an empty folder; rl and selfplay go on from the SFT weights an earlier call left.
     [[ -z "${part}" || "${part}" == sft ]] && rm -rf "${ladder_dir}"
     LADDER_DIR="${ladder_dir}" MEDPLAY="$(medplay_bin)" BUDGET_S="$((limit_s - 20))" RL_STEPS="${STEPS:-200}" \
-        EXTRA="${gpu_overrides} ${EXTRA:-}" timeout -k 15 "${limit_s}" bash "${repo}/scripts/learning_ladder.sh" \
+        EXTRA="$(gpu_overrides) ${EXTRA:-}" timeout -k 15 "${limit_s}" bash "${repo}/scripts/learning_ladder.sh" \
         "${scale}" "${parts[@]}" > "${out}/learn-console.txt" 2>&1 || status=$?
     cp "${ladder_dir}/ladder.md" "${ladder_dir}/ladder.json" "${ladder_dir}/times.tsv" "${out}/" 2>/dev/null || true
     (cd "${ladder_dir}" && tar -czf "${out}/learn-files.tar.gz" --ignore-failed-read logs report-* \

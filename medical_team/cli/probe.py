@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from medical_team.cli.train import add_config_argument, user_overrides
+from medical_team.hardware.attention import ATTENTION_KEY, FLASH_ATTENTION, NO_PADDING_REMOVAL, attention_overrides
 from medical_team.redaction import redacted_overrides
 
 if TYPE_CHECKING:
@@ -27,10 +28,6 @@ if TYPE_CHECKING:
     from medical_team.run.settings import SelfPlaySettings
 
 REFUSED = 3
-# The policy's attention implementation (verl's default: flash_attention_2, which needs the flash-attn package).
-ATTENTION_KEY = "actor_rollout_ref.model.override_config.attn_implementation"
-# Padding removal packs sequences for flash-attn: a run with any other attention trains without it.
-NO_PADDING_REMOVAL = "actor_rollout_ref.model.use_remove_padding=false"
 
 
 def _gib(value: float | None) -> str:
@@ -103,14 +100,10 @@ def run_attention(overrides: list[str], host_attention: str) -> tuple[str, list[
     MEDPLAY_ATTENTION in the container), which, unless it is flash_attention_2, adds its implementation and turns
     padding removal off.
     """
-    from medical_team.hardware.probe import FLASH_ATTENTION
-
     named = [item.split("=", 1)[1] for item in overrides if _names(ATTENTION_KEY, item)]
     if named:
         return named[-1], []
-    if host_attention == FLASH_ATTENTION:
-        return host_attention, []
-    return host_attention, [f"++{ATTENTION_KEY}={host_attention}", NO_PADDING_REMOVAL]
+    return host_attention, attention_overrides(host_attention)
 
 
 def run_overrides(profile: str, overrides: list[str]) -> list[str]:
@@ -287,7 +280,6 @@ def write_run_overrides(path: Path, overrides: list[str] | None) -> None:
 def add_parser(subparsers: argparse._SubParsersAction) -> None:
     """Register `medplay probe`."""
     from medical_team.configs import available_profiles
-    from medical_team.hardware.probe import FLASH_ATTENTION
 
     parser = subparsers.add_parser("probe", help="check the GPU, driver, disk and memory; choose a hardware profile")
     parser.add_argument("--output", help="where to write the JSON report (default: probe.json; with --plan: plan.json)")

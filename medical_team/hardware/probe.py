@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
 from medical_team.cache_folder import CACHE_ENV, MIN_CACHE_FREE_GIB
+from medical_team.hardware.attention import FLASH_ATTENTION
 from medical_team.hardware.host_facts import HostFacts
 from medical_team.hardware.memory_terms import VLLM_OVERHEAD_GIB
 from medical_team.hardware.profiles import HardwareProfile, hardware_profiles, profile_for_vram
@@ -30,9 +31,6 @@ CUDA_12_1_EXPLANATION = (
 )
 # Ray's object store, NCCL and vLLM keep shared memory in /dev/shm; Docker's default 64 MiB is far too small.
 MIN_SHM_GIB = 1.0
-# verl's default attention (actor_rollout_ref.model.override_config.attn_implementation), the only one
-# that needs the flash-attn package (sdpa and eager come with torch).
-FLASH_ATTENTION = "flash_attention_2"
 # Where the judge can be instead, when none fits beside the policy.
 JUDGE_ALTERNATIVES = (
     "set medplay.judge.backend=openai with medplay.judge.url (a remote OpenAI-compatible judge), "

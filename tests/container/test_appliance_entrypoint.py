@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
+import psutil
 import pytest
 from appliance_harness import ENTRYPOINT, REPO, VENV_BIN, free_ports, stop_session
 from tensorboard_run import wait_until_shown, write_events
@@ -91,13 +92,11 @@ def test_dockerfile_passes_hadolint():
 def test_sigterm_reaches_the_running_step_and_its_status_is_the_exit_status(appliance):
     process = subprocess.Popen([str(ENTRYPOINT), "train"], env=appliance.env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
-    step_file = appliance.run_dir / "pipeline.step"
     try:
         deadline = time.monotonic() + 120
-        while not (step_file.exists() and step_file.read_text().strip() == "probe"):
+        while not _running_probe(process.pid):  # the step's own process, not the line that announces it
             assert process.poll() is None and time.monotonic() < deadline, "the probe step never started"
             time.sleep(0.2)
-        time.sleep(1)
         process.send_signal(signal.SIGTERM)  # what `docker stop` sends to the container's main process
         output, _ = process.communicate(timeout=120)
     finally:
@@ -110,6 +109,21 @@ def test_sigterm_reaches_the_running_step_and_its_status_is_the_exit_status(appl
     assert not (appliance.logs / "pipeline" / "convert.log").exists()
     assert (appliance.run_dir / "pipeline.status").read_text().strip() == "143"
 
+
+def _running_probe(pid: int) -> bool:
+    """True once `medplay probe` runs below `pid` (the redaction of its command line, which names it too, aside)."""
+    try:
+        below = psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return False
+    for child in below:
+        try:
+            command = child.cmdline()
+        except psutil.Error:
+            continue
+        if "probe" in command and "medical_team.redaction" not in command:
+            return True
+    return False
 
 def test_judge_program_serves_on_loopback_and_stops_on_sigterm(appliance):
     (port,) = free_ports(1)

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from appliance_harness import ENTRYPOINT, REPO, free_ports, stop_session
 
-from medical_team.cli.probe import ATTENTION_KEY, NO_PADDING_REMOVAL
 from medical_team.data.medec import VALIDATION_CSV, bundled_csv
+from medical_team.hardware.attention import ATTENTION_KEY, NO_PADDING_REMOVAL
 
 pytestmark = pytest.mark.e2e
 

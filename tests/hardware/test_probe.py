@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from medical_team.cli import main
-from medical_team.cli.probe import ATTENTION_KEY, NO_PADDING_REMOVAL, compose_plan, run_attention, run_overrides
+from medical_team.cli.probe import compose_plan, run_attention, run_overrides
+from medical_team.hardware.attention import ATTENTION_KEY, NO_PADDING_REMOVAL
 from medical_team.hardware.host_facts import GpuFacts, HostFacts, PackageFacts, arch_in_build
 from medical_team.hardware.probe import CUDA_12_1_EXPLANATION, assess
 from medical_team.hardware.profiles import hardware_profiles, profile_for_vram
