@@ -176,8 +176,8 @@ def test_stop_during_step_two_saves_a_checkpoint_and_a_second_run_resumes(volume
     assert steps_in(metrics) == [1, 2, 3]  # appended: resumed after step 2, not trained again from step 1
 
 
-def test_shell_on_a_terminal_with_the_volumes(volumes):
-    # A real terminal (`-it`), driven through a pseudo-terminal as a person would type.
+def shell_on_a_terminal(volumes: Volumes) -> None:
+    """`shell` in a real terminal (`-it`), typed into through a pseudo-terminal: it prompts and runs `medplay version`."""
     controller, terminal = pty.openpty()
     process = subprocess.Popen(
         [*ENGINE, "run", "--rm", "-it", *run_options(volumes), IMAGE, "shell"],
@@ -203,6 +203,10 @@ def test_shell_on_a_terminal_with_the_volumes(volumes):
 
     assert b"shell-done-42" in seen, seen.decode(errors="replace")
     assert re.search(rb"medplay@\w+:~\$ ", seen), "no interactive prompt"
+
+
+def test_shell_on_a_terminal_with_the_volumes(volumes):
+    shell_on_a_terminal(volumes)
     version_file = volumes.checkpoints / "version.json"
     versions = json.loads(version_file.read_text())
     assert versions["image_tag"] == IMAGE

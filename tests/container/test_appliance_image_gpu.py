@@ -12,16 +12,22 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
-import select
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 from packaging.utils import canonicalize_name
-from test_appliance_image import ENGINE, IMAGE, engine, finish, owned_by_the_image_user, run_options, start, volumes
+from test_appliance_image import (
+    IMAGE,
+    engine,
+    finish,
+    owned_by_the_image_user,
+    shell_on_a_terminal,
+    start,
+    volumes,
+)
 from test_appliance_pins import lock_pins
 
 __all__ = ["volumes"]  # the fixture, shared with the CPU image's tests
@@ -116,31 +122,7 @@ def test_convert_writes_the_bundled_data_onto_the_volume(volumes):
 
 
 def test_shell_on_a_terminal(volumes):
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen(
-        [*ENGINE, "run", "--rm", "-it", *run_options(volumes), IMAGE, "shell"],
-        stdin=terminal,
-        stdout=terminal,
-        stderr=terminal,
-        start_new_session=True,
-    )
-    os.close(terminal)
-    os.write(controller, b"medplay version > /checkpoints/version.json; echo shell-done-$((6 * 7))\n")
-    seen = b""
-    deadline = time.monotonic() + 300
-    try:
-        while b"shell-done-42" not in seen and time.monotonic() < deadline:
-            if select.select([controller], [], [], 1)[0]:
-                seen += os.read(controller, 65536)
-        os.write(controller, b"exit\n")
-        assert process.wait(timeout=60) == 0, seen.decode(errors="replace")
-    finally:
-        if process.poll() is None:
-            process.kill()
-        os.close(controller)
-
-    assert b"shell-done-42" in seen, seen.decode(errors="replace")
-    assert re.search(rb"medplay@\w+:~\$ ", seen), "no interactive prompt"
+    shell_on_a_terminal(volumes)
     versions = json.loads((volumes.checkpoints / "version.json").read_text())
     assert versions["image_tag"] == IMAGE and versions["torch_cuda"] == "13.0"
 
