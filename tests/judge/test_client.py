@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from judge_helpers import make_request, reworded, rules_app
 from loopback_apps import Calls, failing_app, flaky_judge_app
@@ -54,10 +52,9 @@ def test_server_answering_500_is_retried_then_ties(serve, requests: list[JudgeRe
 
 def test_hanging_server_times_out_retries_then_ties(serve, requests: list[JudgeRequest]) -> None:
     calls = Calls()
-    client = HttpJudge(serve(failing_app(calls, hang_s=3)).url, timeout_s=0.2, retry=RETRY)
-    start = time.monotonic()
+    # The server answers after two minutes: only the client's own 0.2 s timeout ends its tries with a ReadTimeout.
+    client = HttpJudge(serve(failing_app(calls, hang_s=120)).url, timeout_s=0.2, retry=RETRY)
     verdicts = client.judge(requests[:2])
-    assert time.monotonic() - start < 2.5
     assert calls.count == RETRY.attempts
     assert all(v.tie for v in verdicts) and "ReadTimeout" in verdicts[0].reason
     assert client.stats.failed_batches == 1
