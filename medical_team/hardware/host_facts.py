@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-GIB = 1024**3
+from medical_team.models.shape import GIB
 
 
 @dataclass(frozen=True)
