@@ -1,0 +1,121 @@
+"""A training run's processes, each named by the part it plays, and what each holds: RSS, open files, threads.
+
+One run is the `medplay train` launcher and every process under it: Ray's daemons (the GCS, the raylet, the
+dashboard and its agent, the log monitor, the autoscaler's monitor), the Ray actors verl starts (its task runner,
+the FSDP workers, the vLLM rollout server with its engine core and worker, the agent-loop workers, the load balancer,
+TransferQueue's controller and storage), idle Ray workers, and the served judge. The soak benchmark
+(scripts/soak.py) and the trainer's per-step resource record (docs/reliability.md) read runs through this module.
+
+A Ray actor's process title is `ray::<Class>[.<method>]` (a named actor: `ray::<name>:<Class>...`), vLLM's
+processes call themselves `VLLM::EngineCore` and `VLLM::Worker`; the daemons are known by their program.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import psutil
+
+MIB = 1024 * 1024
+
+# A Ray actor's class -> its part in the run (the first match of a class name that contains the key).
+_RAY_ACTORS = (
+    ("SelfPlayTaskRunner", "task_runner"),
+    ("TaskRunner", "task_runner"),
+    ("WorkerDict", "fsdp_worker"),
+    ("vLLMHttpServer", "vllm_server"),
+    ("AgentLoopWorker", "agent_loop_worker"),
+    ("LoadBalancer", "load_balancer"),
+    ("TransferQueueController", "transfer_queue"),
+    ("StorageUnit", "transfer_queue_storage"),
+    ("RewardLoopWorker", "reward_worker"),
+    ("DashboardAgent", "ray_dashboard_agent"),
+    ("RuntimeEnvAgent", "ray_runtime_env_agent"),
+    ("IDLE", "ray_idle_worker"),
+)
+# A program in the command line -> its part (Ray's daemons, vLLM's processes, the judge).
+_PROGRAMS = (
+    ("VLLM::EngineCore", "vllm_engine_core"),
+    ("VLLM::Worker", "vllm_worker"),
+    ("gcs_server", "ray_gcs"),
+    ("raylet", "ray_raylet"),
+    ("dashboard/dashboard.py", "ray_dashboard"),
+    ("log_monitor.py", "ray_log_monitor"),
+    ("autoscaler/_private/monitor.py", "ray_monitor"),
+    ("served_judge_exec", "judge_server"),
+    ("judge serve", "judge_server"),
+    ("resource_tracker", "python_resource_tracker"),
+)
+LAUNCHER = "launcher"
+OTHER = "other"  # a process of the run this module has no name for (a helper process a library started)
+
+
+def process_kind(cmdline: Sequence[str]) -> str:
+    """The part a process plays in a run, from its command line (or Ray's/vLLM's process title)."""
+    title = " ".join(cmdline)
+    first = cmdline[0] if cmdline else ""
+    if first.startswith("ray::"):
+        actor = first.removeprefix("ray::").split(".")[0].split(":")[-1]
+        return next((kind for key, kind in _RAY_ACTORS if key in actor), f"ray_actor:{actor}")
+    for key, kind in _PROGRAMS:
+        if key in title:
+            return kind
+    if any(part.endswith("medplay") for part in cmdline[:2]) and "train" in cmdline[1:4]:
+        return LAUNCHER
+    return OTHER
+
+
+@dataclass(frozen=True)
+class ProcessSample:
+    """One process of a run at one moment."""
+
+    pid: int
+    kind: str
+    rss_mib: float
+    open_files: int  # file descriptors (files, sockets, pipes)
+    threads: int
+
+
+def run_processes(roots: Iterable[int]) -> list[psutil.Process]:
+    """The processes of a run: each root that is alive and everything under it, once each, in pid order."""
+    found: dict[int, psutil.Process] = {}
+    for pid in roots:
+        try:
+            root = psutil.Process(pid)
+            for process in [root, *root.children(recursive=True)]:
+                found.setdefault(process.pid, process)
+        except psutil.Error:
+            continue
+    return [found[pid] for pid in sorted(found)]
+
+
+def sample_processes(roots: Iterable[int]) -> list[ProcessSample]:
+    """Every live process of the run with its part, RSS, open files and threads (processes gone meanwhile left out)."""
+    samples = []
+    for process in run_processes(roots):
+        try:
+            with process.oneshot():
+                if process.status() == psutil.STATUS_ZOMBIE:
+                    continue
+                samples.append(
+                    ProcessSample(
+                        pid=process.pid,
+                        kind=process_kind(process.cmdline()),
+                        rss_mib=process.memory_info().rss / MIB,
+                        open_files=process.num_fds(),
+                        threads=process.num_threads(),
+                    )
+                )
+        except psutil.Error:
+            continue
+    return samples
+
+
+def rss_by_kind(samples: Iterable[ProcessSample]) -> dict[str, float]:
+    """RSS in MiB summed over the processes of each part, largest first."""
+    totals: dict[str, float] = defaultdict(float)
+    for sample in samples:
+        totals[sample.kind] += sample.rss_mib
+    return dict(sorted(totals.items(), key=lambda item: -item[1]))
