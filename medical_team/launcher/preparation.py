@@ -64,8 +64,10 @@ def record_run(config: DictConfig) -> None:
 
 
 def prepare_checkpoints(config: DictConfig) -> None:
-    """Point verl's tracker at the newest complete checkpoint and forget an old stop request."""
+    """Point verl's tracker at the newest complete checkpoint, set aside the metrics of steps the resume replays, and
+    forget an old stop request."""
     from medical_team.reliability.checkpoints import repair_tracker
+    from medical_team.reliability.replayed_steps import replayed_file, set_aside_replayed_steps
     from medical_team.reliability.stop_request import clear_stop_request
 
     checkpoint_dir = Path(config.trainer.default_local_dir)
@@ -82,4 +84,8 @@ def prepare_checkpoints(config: DictConfig) -> None:
             )
         if repair.resume_step is not None:
             say(f"medplay: resuming from {checkpoint_dir / f'global_step_{repair.resume_step}'}")
+        metrics_file = Path(config.medplay.metrics_file)
+        if moved := set_aside_replayed_steps(metrics_file, repair.resume_step):
+            after = "every step" if repair.resume_step is None else f"steps after {repair.resume_step}"
+            say(f"medplay: {moved} metrics records of {after} moved to {replayed_file(metrics_file)} (replayed now)")
     clear_stop_request(checkpoint_dir)

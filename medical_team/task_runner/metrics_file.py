@@ -3,8 +3,10 @@
 verl's file logger opens its JSONL with mode "wb", so a restart with the same path truncates the
 history. The trainer process swaps in this subclass, which appends, after cutting off a last line
 that a killed run left unfinished (so the first new record starts a line of its own). A resumed run
-may log a step twice (steps after the last checkpoint are replayed); readers merge the records of a
-step, later values winning (`medical_team.metrics_records`).
+replays the steps after its last checkpoint; the launcher moves their first records aside before it starts
+(`medical_team.reliability.replayed_steps`), so each step is in the file once. Readers still merge the records
+of a step, later values winning (`medical_team.metrics_records`): verl's SFT trainer logs a step's validation
+in a record of its own.
 
 verl's `log` writes each record with one `self.fp.write` and ignores a short write (a full disk, a file-size
 limit), and the trainer commits a step once logging returns. Here `fp` writes every byte of a record or raises,
