@@ -161,6 +161,13 @@ bench-eval: $(STAMP)
 	mkdir -p build
 	$(PY) scripts/bench_eval.py --output build/bench_eval.json
 
+# A long run watched (scripts/soak.py): a thousand cpu-smoke steps, SIGKILLed at two random steps and resumed, every
+# process sampled by its part; slopes per 100 steps, PNGs and the page in docs/results/soak-cpu(.md). About 30 minutes
+# on 2 cores. SOAK_ARGS="--steps 300 --kills 1" for a shorter one.
+.PHONY: soak
+soak: $(STAMP)
+	$(PY) scripts/soak.py $(SOAK_ARGS)
+
 # The GPU stack as an offline wheelhouse (scripts/wheelhouse.py, docs/wheelhouse.md): FLAVOUR=full|onto-torch,
 # SPLIT_MIB=N also lays it out in parts of N MiB, DRY=1 writes only the plan (no network). pip resolves for the
 # target from a CPython of the lock's version (WHEELHOUSE_PYTHON) in a small venv with .venv's pip.

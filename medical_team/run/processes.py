@@ -12,9 +12,9 @@ processes call themselves `VLLM::EngineCore` and `VLLM::Worker`; the daemons are
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import psutil
 
@@ -35,39 +35,44 @@ _RAY_ACTORS = (
     ("RuntimeEnvAgent", "ray_runtime_env_agent"),
     ("IDLE", "ray_idle_worker"),
 )
-# A program in the command line -> its part (Ray's daemons, vLLM's processes, the judge).
+# A program at the head of the command line (its first three words) -> its part: Ray's daemons, vLLM's processes,
+# the judge (the served judge execs into vLLM's OpenAI server; a worker of Ray still starting is idle).
 _PROGRAMS = (
     ("VLLM::EngineCore", "vllm_engine_core"),
     ("VLLM::Worker", "vllm_worker"),
     ("gcs_server", "ray_gcs"),
-    ("raylet", "ray_raylet"),
+    ("raylet/raylet", "ray_raylet"),
     ("dashboard/dashboard.py", "ray_dashboard"),
     ("log_monitor.py", "ray_log_monitor"),
     ("autoscaler/_private/monitor.py", "ray_monitor"),
+    ("default_worker.py", "ray_idle_worker"),
     ("served_judge_exec", "judge_server"),
+    ("vllm.entrypoints.openai.api_server", "judge_server"),
     ("judge serve", "judge_server"),
     ("resource_tracker", "python_resource_tracker"),
 )
+# vLLM's engine core and worker belong to the judge when the judge's server started them.
+_JUDGE = "judge_server"
 LAUNCHER = "launcher"
 OTHER = "other"  # a process of the run this module has no name for (a helper process a library started)
 
 
 def process_kind(cmdline: Sequence[str]) -> str:
     """The part a process plays in a run, from its command line (or Ray's/vLLM's process title)."""
-    title = " ".join(cmdline)
     first = cmdline[0] if cmdline else ""
     if first.startswith("ray::"):
         actor = first.removeprefix("ray::").split(".")[0].split(":")[-1]
         return next((kind for key, kind in _RAY_ACTORS if key in actor), f"ray_actor:{actor}")
+    head = " ".join(cmdline[:3])
     for key, kind in _PROGRAMS:
-        if key in title:
+        if key in head:
             return kind
     if any(part.endswith("medplay") for part in cmdline[:2]) and "train" in cmdline[1:4]:
         return LAUNCHER
     return OTHER
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class ProcessSample:
     """One process of a run at one moment."""
 
@@ -93,12 +98,13 @@ def run_processes(roots: Iterable[int]) -> list[psutil.Process]:
 
 def sample_processes(roots: Iterable[int]) -> list[ProcessSample]:
     """Every live process of the run with its part, RSS, open files and threads (processes gone meanwhile left out)."""
-    samples = []
+    samples, parents = [], {}
     for process in run_processes(roots):
         try:
             with process.oneshot():
                 if process.status() == psutil.STATUS_ZOMBIE:
                     continue
+                parents[process.pid] = process.ppid()
                 samples.append(
                     ProcessSample(
                         pid=process.pid,
@@ -110,7 +116,25 @@ def sample_processes(roots: Iterable[int]) -> list[ProcessSample]:
                 )
         except psutil.Error:
             continue
-    return samples
+    return _judge_owns_its_engine(samples, parents)
+
+
+def _judge_owns_its_engine(samples: list[ProcessSample], parents: dict[int, int]) -> list[ProcessSample]:
+    """The served judge's vLLM engine core and worker named as the judge's (`judge_server:vllm_engine_core`)."""
+    kinds = {sample.pid: sample.kind for sample in samples}
+
+    def under_judge(pid: int) -> bool:
+        while (pid := parents.get(pid, 0)) in kinds:
+            if kinds[pid] == _JUDGE:
+                return True
+        return False
+
+    return [
+        dataclasses.replace(sample, kind=f"{_JUDGE}:{sample.kind}")
+        if sample.kind.startswith("vllm_") and under_judge(sample.pid)
+        else sample
+        for sample in samples
+    ]
 
 
 def rss_by_kind(samples: Iterable[ProcessSample]) -> dict[str, float]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -35,6 +36,12 @@ from medical_team.run.processes import LAUNCHER, OTHER, process_kind, rss_by_kin
         (["/venv/bin/python", "-u", "/venv/lib/ray/autoscaler/_private/monitor.py"], "ray_monitor"),
         (["/venv/bin/python", ".venv/bin/medplay", "train", "profile=cpu-smoke"], LAUNCHER),
         (["/venv/bin/medplay", "judge", "serve", "--backend", "rules"], "judge_server"),
+        (["/venv/bin/python", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m"], "judge_server"),
+        (
+            ["/venv/bin/python", "-u", "/venv/lib/ray/_private/workers/default_worker.py", "--raylet-name=x"],
+            "ray_idle_worker",
+        ),
+        (["/venv/bin/python", "-c", "pass", "--raylet_socket_name=/tmp/ray/raylet"], OTHER),
         (
             ["/venv/bin/python", "-c", "from multiprocessing.resource_tracker import main;main(7)"],
             "python_resource_tracker",
@@ -77,3 +84,31 @@ def test_a_real_process_tree_is_sampled_with_each_process_once() -> None:
 def test_a_root_that_is_gone_gives_no_samples() -> None:
     beyond_any_pid = int(Path("/proc/sys/kernel/pid_max").read_text()) + 1
     assert sample_processes([beyond_any_pid]) == []
+
+
+def test_the_served_judges_engine_is_named_as_the_judges() -> None:
+    # a judge server (its command names vLLM's OpenAI server) whose child calls itself VLLM::EngineCore, as vLLM's
+    # engine core does, beside an engine core that no judge started (the rollout's)
+    engine = "import setproctitle, time; setproctitle.setproctitle('VLLM::EngineCore'); time.sleep(60)"
+    judge = (
+        "# vllm.entrypoints.openai.api_server\n"
+        "import subprocess, sys, time\n"
+        "subprocess.Popen([sys.executable, '-c', sys.argv[1]])\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    root = subprocess.Popen([sys.executable, "-c", judge, engine], stdout=subprocess.PIPE, text=True)
+    rollout_engine = subprocess.Popen([sys.executable, "-c", engine])
+    try:
+        assert root.stdout is not None and root.stdout.readline().strip() == "ready"
+        kinds: dict[int, str] = {}
+        deadline = time.monotonic() + 60  # a hang guard: both children retitle themselves at once
+        while sorted(kinds.values()) != ["judge_server", "judge_server:vllm_engine_core", "vllm_engine_core"]:
+            assert time.monotonic() < deadline, kinds
+            kinds = {sample.pid: sample.kind for sample in sample_processes([root.pid, rollout_engine.pid])}
+        assert kinds[rollout_engine.pid] == "vllm_engine_core" and kinds[root.pid] == "judge_server"
+    finally:
+        for process in [*psutil.Process(root.pid).children(recursive=True), root, rollout_engine]:
+            process.kill()
+        root.wait()
+        rollout_engine.wait()

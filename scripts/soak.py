@@ -1,0 +1,311 @@
+"""`make soak`: the real trainer on CPU for a thousand steps, SIGKILLed twice and resumed, every process watched.
+
+    .venv/bin/python scripts/soak.py [--steps 1000] [--kills 2] [--seed N] [--report docs/results/soak-cpu]
+
+Runs `medplay train profile=cpu-smoke` with checkpoints every `--save-freq` steps and `--keep` of them kept. At
+`--kills` steps drawn at random (the seed is recorded), the whole process tree gets SIGKILL at once, as when a
+container is killed, and the run is started again: it must resume from the newest verified checkpoint. Every
+`--sample-s` seconds the run's processes are sampled by their part (medical_team/run/processes.py: RSS, open files,
+threads), with `/dev/shm`, the host's available memory and the output folder's size by subfolder. At the end the
+metrics file must list every step once and the checkpoint folder hold `--keep` whole checkpoints.
+
+The report folder gets `soak.json` (every sample and step time), a PNG per series and `soak-cpu.md` beside it (one
+folder up, named after the folder): per process part the RSS slope per 100 steps after warm-up (least squares within
+each process's life, the runs between kills pooled), open files and threads the same way, the step time of the first
+and last tenth of the steps, and the disk. Exit status 0 when the run's own checks held (resume, steps, retention);
+the slopes are figures, not pass/fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+import soak_report
+from bench_result import machine
+
+from medical_team.checkpoint_folder import read_tracker, step_dirs
+from medical_team.launcher.shm_cleanup import remove_orphaned_segments, shm_segments
+from medical_team.reliability.checkpoints import damage, has_manifest, is_complete
+from medical_team.run.processes import MIB, sample_processes
+
+MEDPLAY = str(Path(sys.executable).with_name("medplay"))
+STALL_S = 900  # no new step for this long (start-up included) ends the soak: a hang, not a slow machine
+
+
+@dataclass
+class Segment:
+    """One start of `medplay train` until it exited or was killed."""
+
+    started_at_step: int  # the last step logged before it started (0 at the first start)
+    resumed_from: int | None = None  # the checkpoint step its console named
+    expected_resume: int | None = None  # the newest verified checkpoint when the run before it was killed
+    killed_after_step: int | None = None  # the step logged last when it was killed (None: it ran to its end)
+    checkpoint_at_kill: int | None = None  # the newest verified checkpoint once the killed run was gone
+    exit_status: int | None = None
+    seconds: float = 0.0
+
+
+@dataclass
+class Soak:
+    """What the soak saw: the samples, each step's time, the runs between kills, and the checks."""
+
+    settings: dict[str, Any]
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    step_seconds: dict[int, float] = field(default_factory=dict)
+    segments: list[Segment] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+class MetricsTail:
+    """Follows the metrics JSONL as it grows: the last step logged, and each step's `timing_s/step`."""
+
+    def __init__(self, path: Path) -> None:
+        self.path, self.offset, self.partial = path, 0, b""
+        self.last_step = 0
+
+    def poll(self, step_seconds: dict[int, float]) -> int:
+        """Read what was appended since the last call; return the last step logged."""
+        try:
+            with self.path.open("rb") as file:
+                if file.seek(0, os.SEEK_END) < self.offset:  # moved aside by a resume: read it again
+                    self.offset, self.partial = 0, b""
+                file.seek(self.offset)
+                chunk = file.read()
+        except FileNotFoundError:
+            return self.last_step
+        self.offset += len(chunk)
+        *lines, self.partial = (self.partial + chunk).split(b"\n")
+        for line in filter(None, lines):
+            record = json.loads(line)
+            self.last_step = record["step"]
+            if "timing_s/step" in record["data"]:
+                step_seconds[record["step"]] = record["data"]["timing_s/step"]
+        return self.last_step
+
+
+def folder_mib(folder: Path) -> float:
+    """The size of the files under `folder` in MiB (what they hold, not their blocks)."""
+    total = 0
+    for parent, _, files in os.walk(folder):
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(parent, name)).st_size
+            except FileNotFoundError:  # removed while walking (retention, a temporary file)
+                continue
+    return total / MIB
+
+
+def sample(root_pid: int, output: Path, segment: int, step: int, started: float) -> dict[str, Any]:
+    """One sample of the run: its processes, /dev/shm, the host's available memory, the output folder by subfolder."""
+    folders = {child.name: folder_mib(child) for child in sorted(output.iterdir()) if child.is_dir()}
+    return {
+        "t": round(time.monotonic() - started, 2),
+        "segment": segment,
+        "step": step,
+        "processes": [asdict(process) for process in sample_processes([root_pid])],
+        "shm_mib": shutil.disk_usage("/dev/shm").used / MIB,
+        "available_mib": psutil.virtual_memory().available / MIB,
+        "folders_mib": folders,
+    }
+
+
+def kill_tree(root: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the run's whole tree at once (no process gets to clean up) and wait for every process to go."""
+    try:
+        tree = [psutil.Process(root.pid), *psutil.Process(root.pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        tree = []
+    for process in tree:
+        try:
+            process.send_signal(signal.SIGKILL)
+        except psutil.NoSuchProcess:
+            continue
+    root.wait(timeout=60)
+    psutil.wait_procs(tree, timeout=60)
+
+
+def newest_verified(checkpoints: Path) -> int | None:
+    """The newest checkpoint whose files match the manifest of its marker: the one a resume must choose."""
+    for step, folder in sorted(step_dirs(checkpoints).items(), reverse=True):
+        if has_manifest(folder) and not damage(folder):
+            return step
+    return None
+
+
+def train_command(args: argparse.Namespace) -> list[str]:
+    """`medplay train profile=cpu-smoke` for the soak's steps, saves and retention."""
+    return [
+        MEDPLAY,
+        "train",
+        "profile=cpu-smoke",
+        f"medplay.output_dir={args.work}",
+        f"medplay.data_dir={args.work / 'data'}",
+        f"trainer.total_training_steps={args.steps}",
+        f"trainer.total_epochs={args.epochs}",
+        f"trainer.save_freq={args.save_freq}",
+        f"trainer.max_actor_ckpt_to_keep={args.keep}",
+        *args.override,
+    ]
+
+
+def resumed_from(console: str) -> int | None:
+    """The checkpoint step a run's console said it resumed from (`medplay: resuming from .../global_step_N`)."""
+    for line in console.splitlines():
+        if line.startswith("medplay: resuming from "):
+            return int(line.rsplit("global_step_", 1)[1])
+    return None
+
+
+def run_segment(args: argparse.Namespace, soak: Soak, kill_at: int | None, started: float) -> None:
+    """Start the run, sample it until it ends or its last logged step reaches `kill_at`, then SIGKILL it."""
+    checkpoints, tail = args.work / "checkpoints", MetricsTail(args.work / "checkpoints" / "metrics.jsonl")
+    index = len(soak.segments)
+    segment = Segment(started_at_step=tail.poll({}))
+    if index:
+        segment.expected_resume = soak.segments[-1].checkpoint_at_kill
+    soak.segments.append(segment)
+    console = args.work / f"console-{index}.txt"
+    shm_before = shm_segments()
+    began = time.monotonic()
+    with console.open("w") as out:
+        run = subprocess.Popen(train_command(args), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    next_sample, last_step, last_progress = 0.0, segment.started_at_step, time.monotonic()
+    while run.poll() is None:
+        step = tail.poll(soak.step_seconds)
+        if step != last_step:
+            last_step, last_progress = step, time.monotonic()
+        if time.monotonic() >= next_sample:
+            soak.samples.append(sample(run.pid, args.work, index, step, started))
+            next_sample = time.monotonic() + args.sample_s
+        if kill_at is not None and step >= kill_at:
+            segment.killed_after_step = step
+            kill_tree(run)
+            segment.checkpoint_at_kill = newest_verified(checkpoints)  # read once nothing can write it any more
+            remove_orphaned_segments(shm_before)  # vLLM's shared memory, left by the killed rollout server
+            break
+        if time.monotonic() - last_progress > STALL_S:
+            kill_tree(run)
+            soak.problems.append(f"run {index}: no new step for {STALL_S} s after step {step}; killed")
+            break
+        time.sleep(0.5)
+    tail.poll(soak.step_seconds)
+    segment.exit_status, segment.seconds = run.wait(), round(time.monotonic() - began, 1)
+    text = console.read_text()
+    segment.resumed_from = resumed_from(text)
+    if index and segment.resumed_from != segment.expected_resume:
+        soak.problems.append(
+            f"run {index} resumed from {segment.resumed_from}, not the newest verified checkpoint "
+            f"{segment.expected_resume}"
+        )
+    if kill_at is None and segment.exit_status != 0:
+        soak.problems.append(f"run {index} ended with exit status {segment.exit_status}: see {console}")
+
+
+def check_end(args: argparse.Namespace, soak: Soak) -> dict[str, Any]:
+    """Every step in the metrics file once; `--keep` whole checkpoints; what the output folder holds."""
+    checkpoints = args.work / "checkpoints"
+    lines = (checkpoints / "metrics.jsonl").read_text().splitlines()
+    steps = [json.loads(line)["step"] for line in lines if line.strip()]
+    if sorted(steps) != list(range(1, args.steps + 1)):
+        repeated = sorted({step for step in steps if steps.count(step) > 1})
+        missing = sorted(set(range(1, args.steps + 1)) - set(steps))
+        soak.problems.append(f"metrics file: steps repeated {repeated[:20]}, missing {missing[:20]}")
+    kept = step_dirs(checkpoints)
+    tracked = read_tracker(checkpoints)
+    whole = {
+        step: is_complete(folder, named_by_tracker=step == tracked) and not damage(folder)
+        for step, folder in kept.items()
+    }
+    if len(kept) != args.keep or not all(whole.values()):
+        soak.problems.append(
+            f"checkpoints: {len(kept)} step folders kept ({sorted(kept)}), asked {args.keep}; whole: {whole}"
+        )
+    return {
+        "steps_logged": len(steps),
+        "checkpoints_kept": sorted(kept),
+        "tracker": tracked,
+        "folders_mib": {child.name: round(folder_mib(child), 2) for child in args.work.iterdir() if child.is_dir()},
+    }
+
+
+def kill_steps(args: argparse.Namespace, rng: random.Random) -> list[int]:
+    """`--kills` distinct steps between saves, at least a save interval apart, in the middle 70 % of the run."""
+    low, high = max(args.save_freq + 1, int(args.steps * 0.15)), int(args.steps * 0.85)
+    candidates = [step for step in range(low, high) if step % args.save_freq]
+    while True:
+        chosen = sorted(rng.sample(candidates, args.kills))
+        if all(b - a > args.save_freq for a, b in itertools.pairwise(chosen)):
+            return chosen
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    """The soak's options."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--kills", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=None, help="the kill steps' seed (default: drawn and recorded)")
+    parser.add_argument("--save-freq", type=int, default=50)
+    parser.add_argument("--keep", type=int, default=2, help="trainer.max_actor_ckpt_to_keep")
+    parser.add_argument("--epochs", type=int, default=100, help="trainer.total_epochs: enough for --steps")
+    parser.add_argument("--sample-s", type=float, default=5.0)
+    parser.add_argument("--warmup-steps", type=int, default=100, help="steps after each start left out of slopes")
+    parser.add_argument("--work", type=Path, default=Path("build/soak"))
+    parser.add_argument("--report", type=Path, default=Path("docs/results/soak-cpu"))
+    parser.add_argument("--override", action="append", default=[], help="one more `medplay train` override")
+    args = parser.parse_args(argv)
+    args.work = args.work.resolve()
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the soak, check it, write the report; 0 when the run's own checks held."""
+    args = parse_args(argv)
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    kills = kill_steps(args, random.Random(seed))
+    shutil.rmtree(args.work, ignore_errors=True)
+    args.work.mkdir(parents=True)
+    subprocess.run([MEDPLAY, "convert", "--output", str(args.work / "data")], check=True, capture_output=True)
+    settings = {key: str(value) if isinstance(value, Path) else value for key, value in vars(args).items()}
+    soak = Soak(settings={**settings, "seed": seed, "kill_steps": kills, "command": train_command(args)})
+    print(f"soak: {args.steps} steps, SIGKILL after steps {kills} (seed {seed}); work folder {args.work}", flush=True)
+    started = time.monotonic()
+    for kill_at in [*kills, None]:
+        run_segment(args, soak, kill_at, started)
+        segment = soak.segments[-1]
+        print(f"soak: run {len(soak.segments) - 1}: {asdict(segment)}", flush=True)
+        if soak.problems and segment.killed_after_step is None:
+            break
+    end = check_end(args, soak) if not soak.problems else {}
+    result = soak_report.analyse(soak.samples, soak.step_seconds, [asdict(s) for s in soak.segments], args)
+    document = {
+        "machine": {**machine(), "load_average": os.getloadavg()},
+        "settings": soak.settings,
+        "segments": [asdict(segment) for segment in soak.segments],
+        "end": end,
+        "problems": soak.problems,
+        "figures": result,
+        "seconds": round(time.monotonic() - started, 1),
+        "step_seconds": soak.step_seconds,
+        "samples": soak.samples,
+    }
+    soak_report.write(args.report, document)
+    for problem in soak.problems:
+        print(f"soak: PROBLEM: {problem}", flush=True)
+    return 1 if soak.problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
