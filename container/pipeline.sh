@@ -136,7 +136,8 @@ config_values() {
 }
 composed="${run_dir}/composed.txt"
 run_step config config_values "${composed}" medplay.judge.backend medplay.judge.url medplay.judge.server_port \
-    medplay.metrics_file ray_kwargs.ray_init.num_cpus ray_kwargs.ray_init.num_gpus "${train_overrides[@]}"
+    medplay.metrics_file ray_kwargs.ray_init.num_cpus ray_kwargs.ray_init.num_gpus ray_kwargs.ray_init._system_config \
+    "${train_overrides[@]}"
 {
     read -r judge_backend
     read -r judge_url
@@ -144,6 +145,7 @@ run_step config config_values "${composed}" medplay.judge.backend medplay.judge.
     read -r metrics_file
     read -r ray_cpus
     read -r ray_gpus
+    read -r ray_system_config
 } < "${composed}"
 # The health check's heartbeat: the metrics file this run appends one line to per step.
 echo "${metrics_file}" > "${run_dir}/heartbeat.path"
@@ -152,10 +154,12 @@ echo "${metrics_file}" > "${run_dir}/heartbeat.path"
 if [[ -n "${RAY_ADDRESS:-}" ]]; then
     say "RAY_ADDRESS is set: joining the existing Ray cluster at ${RAY_ADDRESS}; no local Ray head is started"
 else
-    # The resources the composed config's ray_init declares (cpu-smoke over-commits: a fake GPU, 16 CPUs).
+    # The resources and settings the composed config's ray_init declares (cpu-smoke over-commits: a fake GPU, 16 CPUs).
     : > "${run_dir}/ray-head.args"
     if [[ -n "${ray_cpus}" ]]; then echo "--num-cpus=${ray_cpus}" >> "${run_dir}/ray-head.args"; fi
     if [[ -n "${ray_gpus}" ]]; then echo "--num-gpus=${ray_gpus}" >> "${run_dir}/ray-head.args"; fi
+    # The cluster's settings the config gives a Ray it starts (e.g. how many task events the GCS keeps).
+    if [[ -n "${ray_system_config}" ]]; then echo "--system-config=${ray_system_config}" >> "${run_dir}/ray-head.args"; fi
     run_step ray-head "${supervisorctl[@]}" start ray-head
     export RAY_ADDRESS="127.0.0.1:${MEDPLAY_RAY_PORT}"
 fi

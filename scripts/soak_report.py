@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 PER = 100  # slopes are per this many steps
-SERIES = ("rss_mib", "open_files", "threads")
+SERIES = ("rss_mib", "anon_mib", "open_files", "threads")
 
 
 def pooled_slope(series: Iterable[list[tuple[float, float]]]) -> float | None:
@@ -100,9 +100,9 @@ def analyse(
     folders = sorted({name for sample in samples for name in sample["folders_mib"]})
     last = samples[-1] if samples else {"folders_mib": {}}
     return {
-        "per_part": dict(sorted(parts.items(), key=lambda item: -(item[1].get("rss_mib_per_100_steps") or 0))),
-        "run_rss_mib_per_100_steps": pooled_slope(
-            run_series(settled, lambda s: sum(p["rss_mib"] for p in s["processes"]))
+        "per_part": dict(sorted(parts.items(), key=lambda item: -(item[1].get("anon_mib_per_100_steps") or 0))),
+        "run_anon_mib_per_100_steps": pooled_slope(
+            run_series(settled, lambda s: sum(p["anon_mib"] for p in s["processes"]))
         ),
         "available_mib_per_100_steps": pooled_slope(run_series(settled, lambda s: s["available_mib"])),
         "shm_mib_per_100_steps": pooled_slope(run_series(settled, lambda s: s["shm_mib"])),
@@ -121,7 +121,7 @@ def analyse(
 
 
 def plot_all(folder: Path, document: dict[str, Any]) -> list[str]:
-    """A PNG per series: each part's RSS (a line per process), open files, threads, shm, memory, disk, step time."""
+    """A PNG per series: each part's private memory (a line per process), open files, threads, shm, memory, disk, step time."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -146,16 +146,16 @@ def plot_all(folder: Path, document: dict[str, Any]) -> list[str]:
         plt.close(figure)
         written.append(name)
 
-    for kind, processes in sorted(process_series(samples, "rss_mib").items()):
-        save(f"rss-{kind.replace(':', '-')}.png", f"RSS of {kind}", "MiB", dict(processes))
+    for kind, processes in sorted(process_series(samples, "anon_mib").items()):
+        save(f"private-{kind.replace(':', '-')}.png", f"private memory of {kind}", "MiB", dict(processes))
     for key, label in (("open_files", "open files"), ("threads", "threads")):
         totals = {kind: _summed(processes) for kind, processes in process_series(samples, key).items()}
         save(f"{key}.png", f"{label} by part (summed over its processes)", label, totals)
     save(
-        "run-rss.png",
-        "RSS of the whole run",
+        "run-private.png",
+        "private memory of the whole run",
         "MiB",
-        _by_run(samples, lambda s: sum(p["rss_mib"] for p in s["processes"])),
+        _by_run(samples, lambda s: sum(p["anon_mib"] for p in s["processes"])),
     )
     save("shm.png", "/dev/shm used", "MiB", _by_run(samples, lambda s: s["shm_mib"]))
     save("available.png", "host memory available", "MiB", _by_run(samples, lambda s: s["available_mib"]))
@@ -234,20 +234,26 @@ def page(document: dict[str, Any], folder_name: str, pictures: list[str]) -> str
         "",
         f"## Slopes per {PER} steps after each run's first {figures['warmup_steps']} steps",
         "",
-        "| part | processes | RSS at the end, MiB | RSS MiB / 100 steps | worst process | open files / 100 | threads / 100 |",
-        "|---|---|---|---|---|---|---|",
+        "Private memory (RSS less file-backed and shared pages) is what a process keeps; RSS also moves as the kernel",
+        "drops and reloads library pages under memory pressure. MiB per 100 steps; worst: the part's fastest process.",
+        "",
+        (
+            "| part | processes | RSS at the end, MiB | private MiB / 100 | worst process | RSS MiB / 100 | open files / 100 "
+            "| threads / 100 |"
+        ),
+        "|---|---|---|---|---|---|---|---|",
     ]
     for kind, row in figures["per_part"].items():
         lines.append(
-            f"| {kind} | {row.get('processes')} | {row.get('rss_mib_last')} | {_number(row.get('rss_mib_per_100_steps'))}"
-            f" | {_number(row.get('rss_mib_worst_process'))} | {_number(row.get('open_files_per_100_steps'))} | "
-            f"{_number(row.get('threads_per_100_steps'))} |"
+            f"| {kind} | {row.get('processes')} | {row.get('rss_mib_last')} | {_number(row.get('anon_mib_per_100_steps'))}"
+            f" | {_number(row.get('anon_mib_worst_process'))} | {_number(row.get('rss_mib_per_100_steps'))} | "
+            f"{_number(row.get('open_files_per_100_steps'))} | {_number(row.get('threads_per_100_steps'))} |"
         )
     step_time = figures["step_time"]
     lines += [
         "",
         (
-            f"- the whole run's RSS: {_number(figures['run_rss_mib_per_100_steps'])} MiB per 100 steps; host memory "
+            f"- the whole run's private memory: {_number(figures['run_anon_mib_per_100_steps'])} MiB per 100 steps; host memory "
             f"available: {_number(figures['available_mib_per_100_steps'])} MiB; `/dev/shm`: "
             f"{_number(figures['shm_mib_per_100_steps'])} MiB"
         ),

@@ -74,12 +74,13 @@ def plan_card(emulated_gib: float | None, total_gib: float | None) -> float:
 def ray_cluster(environment: Mapping[str, str]) -> tuple[dict[str, Any], str]:
     """Join the cluster in RAY_ADDRESS, else always start a private one (never an unrelated local head).
 
-    Without an address Ray joins any head started on this machine; resources (num_cpus/num_gpus) may only be
-    given when starting a cluster, so they are unset when joining one.
+    Without an address Ray joins any head started on this machine; resources (num_cpus/num_gpus) and the cluster's
+    settings (`_system_config`) may only be given when starting a cluster, so they are unset when joining one.
     """
     address = environment.get("RAY_ADDRESS")
     if address:
-        return {f"{RAY_INIT}.num_cpus": None, f"{RAY_INIT}.num_gpus": None}, address
+        joined = {f"{RAY_INIT}.num_cpus": None, f"{RAY_INIT}.num_gpus": None, f"{RAY_INIT}._system_config": None}
+        return joined, address
     return {f"{RAY_INIT}.address": "local"}, "a new local cluster"
 
 

@@ -1,5 +1,8 @@
 """A training run's processes, each named by the part it plays, and what each holds: RSS, open files, threads.
 
+RSS counts a library's pages the kernel may drop and take back under memory pressure; its private part (`anon_mib`,
+RSS less file-backed and shared pages) is what grows when a process keeps memory.
+
 One run is the `medplay train` launcher and every process under it: Ray's daemons (the GCS, the raylet, the
 dashboard and its agent, the log monitor, the autoscaler's monitor), the Ray actors verl starts (its task runner,
 the FSDP workers, the vLLM rollout server with its engine core and worker, the agent-loop workers, the load balancer,
@@ -79,6 +82,7 @@ class ProcessSample:
     pid: int
     kind: str
     rss_mib: float
+    anon_mib: float  # the private memory in RSS (RSS less file-backed and shared pages): what a leak grows
     open_files: int  # file descriptors (files, sockets, pipes)
     threads: int
 
@@ -105,11 +109,13 @@ def sample_processes(roots: Iterable[int]) -> list[ProcessSample]:
                 if process.status() == psutil.STATUS_ZOMBIE:
                     continue
                 parents[process.pid] = process.ppid()
+                memory = process.memory_info()
                 samples.append(
                     ProcessSample(
                         pid=process.pid,
                         kind=process_kind(process.cmdline()),
-                        rss_mib=process.memory_info().rss / MIB,
+                        rss_mib=memory.rss / MIB,
+                        anon_mib=(memory.rss - memory.shared) / MIB,
                         open_files=process.num_fds(),
                         threads=process.num_threads(),
                     )

@@ -162,9 +162,15 @@ def test_the_shell_reads_ray_resources_and_ports_from_the_composed_config(applia
                               capture_output=True, text=True, timeout=300, check=True)  # fmt: skip
         return done.stdout.splitlines()
 
-    keys = ("ray_kwargs.ray_init.num_cpus", "ray_kwargs.ray_init.num_gpus", "medplay.judge.server_port")
-    assert composed(*keys, "profile=cpu-smoke") == ["16", "1", "8100"]  # the local head is over-committed
-    assert composed(*keys, "profile=80g", "medplay.judge.server_port=9000") == ["", "", "9000"]
+    keys = (
+        "ray_kwargs.ray_init.num_cpus",
+        "ray_kwargs.ray_init.num_gpus",
+        "ray_kwargs.ray_init._system_config",
+        "medplay.judge.server_port",
+    )
+    system_config = '{"task_events_max_num_task_in_gcs": 1000}'  # the GCS keeps the last thousand tasks' events
+    assert composed(*keys, "profile=cpu-smoke") == ["16", "1", system_config, "8100"]  # the head is over-committed
+    assert composed(*keys, "profile=80g", "medplay.judge.server_port=9000") == ["", "", system_config, "9000"]
     pipeline = (REPO / "container" / "pipeline.sh").read_text()
     assert all(key in pipeline for key in keys) and "--num-cpus=16" not in pipeline
 

@@ -52,7 +52,11 @@ def test_the_served_judges_address_is_fixed_before_anything_starts(tmp_path: Pat
 
 def test_a_joined_cluster_gets_no_resources_and_a_new_one_is_private() -> None:
     assert ray_cluster({"RAY_ADDRESS": "10.0.0.2:6379"}) == (
-        {"ray_kwargs.ray_init.num_cpus": None, "ray_kwargs.ray_init.num_gpus": None},
+        {
+            "ray_kwargs.ray_init.num_cpus": None,
+            "ray_kwargs.ray_init.num_gpus": None,
+            "ray_kwargs.ray_init._system_config": None,
+        },
         "10.0.0.2:6379",
     )
     assert ray_cluster({}) == ({"ray_kwargs.ray_init.address": "local"}, "a new local cluster")

@@ -71,6 +71,7 @@ def test_a_real_process_tree_is_sampled_with_each_process_once() -> None:
         assert root.pid in {sample.pid for sample in samples} and outsider.pid not in {s.pid for s in samples}
         for sample in samples:
             assert sample.kind == OTHER and sample.rss_mib > 1 and sample.threads >= 1 and sample.open_files >= 3
+            assert 0 < sample.anon_mib < sample.rss_mib
         assert list(rss_by_kind(samples)) == [OTHER]
         assert rss_by_kind(samples)[OTHER] == pytest.approx(sum(sample.rss_mib for sample in samples))
     finally:
