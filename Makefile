@@ -59,7 +59,7 @@ clean:
 # IMAGE_FLAVOUR=gpu (default): every version from docker/requirements-gpu.lock; IMAGE_FLAVOUR=cpu: the CPU stack
 # of requirements/ on Debian (profile cpu-smoke). The tag names the stack (docker/stack.sh tag FLAVOUR).
 # `make train ARGS="profile=80g trainer.total_epochs=2"`; volumes live under $(VOLUMES).
-.PHONY: build shell train test-image lint bench bench-eval
+.PHONY: build shell train test-image lint bench bench-eval bench-scaling
 
 IMAGE_FLAVOUR ?= gpu
 # The GPU flavour's route: cuda (the nvidia/cuda base, flash-attn compiled) or pypi (Ubuntu 24.04, made with
@@ -167,6 +167,12 @@ bench-eval: $(STAMP)
 .PHONY: soak
 soak: $(STAMP)
 	$(PY) scripts/soak.py $(SOAK_ARGS)
+
+# A step's cost against the work (scripts/bench_scaling.py -> build/bench_scaling.json and .png): self-play and verl's
+# stock step at 4, 16 and 64 games per step and response caps of 32 and 128 tokens; about 40 minutes on 2 quiet cores.
+bench-scaling: $(STAMP)
+	mkdir -p build
+	$(PY) scripts/bench.py --scaling --output build/bench_scaling.json
 
 # The GPU stack as an offline wheelhouse (scripts/wheelhouse.py, docs/wheelhouse.md): FLAVOUR=full|onto-torch,
 # SPLIT_MIB=N also lays it out in parts of N MiB, DRY=1 writes only the plan (no network). pip resolves for the

@@ -3,8 +3,8 @@
 Importing the package registers the resolver that medplay.yaml's Hydra search path names, `medplay_verl_configs`:
 the folder of verl's own configs (`ppo_trainer` and its groups) in the installed verl package, found without
 importing verl. Hydra's `pkg://verl.trainer.config` would import it, and with it torch (4 s of a `medplay config
-get` on the project's CPU machine; docs/benchmarks.md). `medplay_validation_workers` gives a profile one reward
-worker when the run validates and none otherwise (the launcher resolves the config before Ray ships it).
+get` on the project's CPU machine; docs/benchmarks.md). `medplay_reward_workers` gives a profile one reward
+worker when the run needs one and none otherwise (the launcher resolves the config before Ray ships it).
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from omegaconf import OmegaConf
+
+from medical_team.vocab import SELFPLAY_AGENT
 
 PROFILE_GROUP = "profile"  # configs/profile/NAME.yaml, chosen with `profile=NAME`
 VERL_CONFIGS_RESOLVER = "medplay_verl_configs"
@@ -29,18 +31,23 @@ def verl_config_dir() -> str:
     return str(Path(next(iter(spec.submodule_search_locations))) / "trainer" / "config")
 
 
-VALIDATION_WORKERS_RESOLVER = "medplay_validation_workers"
+REWARD_WORKERS_RESOLVER = "medplay_reward_workers"
 
 
-def validation_workers(test_freq: int, val_before_train: bool) -> int:
-    """verl's reward workers a run needs: one when it validates (they score validation only; games score themselves)."""
-    return 1 if int(test_freq) > 0 or bool(val_before_train) else 0
+def reward_workers(test_freq: int, val_before_train: bool, agent_loop: str) -> int:
+    """verl's reward workers a run needs: one when it validates or trains with another agent loop than self-play.
+
+    medplay's self-play loop scores its games itself, so its training needs no reward worker; validation (the
+    assessor loop) is scored by them, and so is every row of verl's own agent loops (`single_turn_agent`: `make
+    bench`'s stock step), which fail at their first step without one.
+    """
+    return 1 if int(test_freq) > 0 or bool(val_before_train) or agent_loop != SELFPLAY_AGENT else 0
 
 
 if not OmegaConf.has_resolver(VERL_CONFIGS_RESOLVER):
     OmegaConf.register_new_resolver(VERL_CONFIGS_RESOLVER, verl_config_dir)
-if not OmegaConf.has_resolver(VALIDATION_WORKERS_RESOLVER):
-    OmegaConf.register_new_resolver(VALIDATION_WORKERS_RESOLVER, validation_workers)
+if not OmegaConf.has_resolver(REWARD_WORKERS_RESOLVER):
+    OmegaConf.register_new_resolver(REWARD_WORKERS_RESOLVER, reward_workers)
 
 
 def available_profiles() -> list[str]:

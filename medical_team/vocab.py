@@ -1,4 +1,4 @@
-"""The game's shared vocabulary: roles, labels, categories and MEDEC error types (one place for each)."""
+"""The game's shared vocabulary: roles, labels, categories, MEDEC error types, agent loops (one place for each)."""
 
 from __future__ import annotations
 
@@ -58,3 +58,9 @@ ERROR_TYPES: tuple[str, ...] = ("diagnosis", "management", "treatment", "pharmac
 DATA_SOURCE = "medec_selfplay"
 BENCHMARK_DATA_SOURCE = "medec_benchmark"
 ABILITY = "medical_error_detection"
+
+# medplay's agent loops, by the names verl's agent-loop registry knows them (medical_team/agent_loop/agent_loop.py
+# registers them; the configs name them). The self-play loop scores its games itself; the assessor loop's rows
+# (validation), like those of verl's own agent loops, are scored by verl's reward workers.
+SELFPLAY_AGENT = "medplay_selfplay"
+ASSESSOR_AGENT = "medplay_assessor"

@@ -2,6 +2,8 @@
 
     .venv/bin/python scripts/bench.py                 # `make bench`; writes build/bench.json
     .venv/bin/python scripts/bench.py --steps 6 --skip 2 --output build/bench.json
+    .venv/bin/python scripts/bench.py --steps 3 --skip 1 --no-served-judge   # the two step runs only (the test's)
+    .venv/bin/python scripts/bench.py --scaling       # `make bench-scaling`: the step against the work (bench_scaling.py)
 
 Both runs are the real verl trainer on the cpu-smoke profile (configs/profile/cpu-smoke.yaml), built
 from the same composed config; the stock run only swaps in verl's own pieces: the `single_turn_agent`
@@ -183,10 +185,12 @@ def gpu_section(work: Path, data: Path, steps: int, skip: int, timeout_s: float)
     }
 
 
-def add_run_arguments(parser: argparse.ArgumentParser, output: Path) -> None:
+def add_run_arguments(parser: argparse.ArgumentParser, output: Path, steps: int = 6, skip: int = 2) -> None:
     """The options every benchmark of training runs takes: steps, warm-up, scratch folder, result file, time limit."""
-    parser.add_argument("--steps", type=int, default=6, help="training steps per run (default 6)")
-    parser.add_argument("--skip", type=int, default=2, help="warm-up steps left out of the medians (default 2)")
+    parser.add_argument("--steps", type=int, default=steps, help=f"training steps per run (default {steps})")
+    parser.add_argument(
+        "--skip", type=int, default=skip, help=f"warm-up steps left out of the medians (default {skip})"
+    )
     parser.add_argument("--work", type=Path, default=Path("build/bench"), help="scratch folder (default build/bench)")
     parser.add_argument("--output", type=Path, default=output, help="result file")
     parser.add_argument("--timeout", type=float, default=1200, help="seconds allowed per training run")
@@ -206,9 +210,25 @@ def cpu_smoke_overrides(data: Path, model: Path, steps: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run both trainings and write the comparison as JSON."""
+    """Run both trainings and write the comparison as JSON (with --scaling: scripts/bench_scaling.py's part)."""
+    argv = sys.argv[1:] if argv is None else argv
+    if "--scaling" in argv:
+        from bench_scaling import main as scaling
+
+        return scaling([arg for arg in argv if arg != "--scaling"])
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_run_arguments(parser, Path("build/bench.json"))
+    parser.add_argument(
+        "--scaling",
+        action="store_true",
+        help="instead: the step's cost against games per step and the response cap (its options: --scaling --help)",
+    )
+    parser.add_argument(
+        "--no-served-judge",
+        dest="served_judge",
+        action="store_false",
+        help="leave out the third run, the self-play judged by a vLLM server (the two step runs only)",
+    )
     args = parser.parse_args(argv)
 
     work = args.work.resolve()
@@ -217,7 +237,11 @@ def main(argv: list[str] | None = None) -> int:
     started = time.time()
     selfplay = train_run("selfplay", work, common, (), args.timeout, args.skip)
     stock = train_run("stock_grpo", work, common, STOCK_OVERRIDES, args.timeout, args.skip)
-    served_judge = served_judge_section(work, common, selfplay, args.timeout, args.skip)
+    served_judge = (
+        served_judge_section(work, common, selfplay, args.timeout, args.skip)
+        if args.served_judge
+        else {"what": "not run (--no-served-judge)"}
+    )
     from omegaconf import OmegaConf
 
     batch = OmegaConf.load(
@@ -269,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps({k: report[k] for k in (*headline, "selfplay_games_per_s")}))
     print(json.dumps({k: v for k, v in served_judge.items() if k not in ("what", "run")}))
     print(f"wrote {args.output}")
-    return 0 if all(run["returncode"] == 0 for run in (selfplay, stock, served_judge["run"])) else 1
+    runs = (selfplay, stock, *([served_judge["run"]] if args.served_judge else []))
+    return 0 if all(run["returncode"] == 0 for run in runs) else 1
 
 
 if __name__ == "__main__":

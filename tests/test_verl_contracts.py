@@ -37,7 +37,6 @@ from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
 import medical_team.task_runner.task_runner  # noqa: F401 - registers the trainer and estimator (agent loops: below)
 from medical_team.agent_loop.agent_loop import (
-    ASSESSOR_AGENT,
     GAME_FIELD,
     JUDGE_STATS_FIELD,
     ROLE_FIELD,
@@ -53,7 +52,7 @@ from medical_team.run.roles import role_of_key, role_uid, row_key
 from medical_team.task_runner import agent_loop_manager, trainer
 from medical_team.task_runner.agent_loop_manager import SelfPlayAgentLoopManager
 from medical_team.task_runner.trainer import TRAINER_NAME, SelfPlayTrainer, sample_metrics
-from medical_team.vocab import Role
+from medical_team.vocab import ASSESSOR_AGENT, Role
 
 
 @pytest.fixture(scope="module")
@@ -412,6 +411,31 @@ def test_validation_batches_reach_the_assessor_loop(monkeypatch: pytest.MonkeyPa
     asyncio.run(play())
 
     assert played == [ASSESSOR_AGENT, ASSESSOR_AGENT]
+
+
+def test_verls_worker_asks_a_reward_worker_only_for_outputs_without_a_reward() -> None:
+    """cpu-smoke's reward workers (configs/__init__.py, `reward_workers`): the self-play loop sets `reward_score`, so
+    its runs need none; the assessor loop and verl's own loops leave it None and the worker picks a reward worker
+    (`random.choice`: with none, `make bench`'s stock step failed at its first step)."""
+    asked: list[Any] = []
+
+    async def compute_score(data: Any) -> dict[str, Any]:
+        asked.append(data)
+        return {"reward_score": 0.25, "reward_extra_info": {}}
+
+    worker_class = AgentLoopWorkerTQ.__ray_actor_class__
+    worker = worker_class.__new__(worker_class)
+    worker.reward_loop_worker_handles = [SimpleNamespace(compute_score=SimpleNamespace(remote=compute_score))]
+    worker._compute_multi_modal_inputs = lambda output, input_ids: {}
+    worker._get_mm_processor_kwargs = lambda audios: {}
+    worker._compute_position_ids = lambda input_ids, mask, inputs, kwargs: torch.arange(input_ids.size(1)).unsqueeze(0)
+    scored, unscored = _output(Role.ASSESSOR, 1.0), _output(Role.ASSESSOR, 0.0)
+    unscored.reward_score = None
+
+    asyncio.run(worker._compute_score([scored], kwargs={}))
+    assert asked == [] and scored.reward_score == 1.0
+    asyncio.run(worker._compute_score([unscored], kwargs={}))
+    assert len(asked) == 1 and unscored.reward_score == 0.25
 
 
 def test_medplays_overrides_keep_verls_signatures() -> None:

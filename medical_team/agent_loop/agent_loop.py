@@ -40,12 +40,9 @@ from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.run.learning_probe import probe_reward, shows_behaviour
 from medical_team.run.rows import seed_of_row
 from medical_team.run.settings import SelfPlaySettings, settings_from_trainer_config
-from medical_team.vocab import BENCHMARK_DATA_SOURCE, Role
+from medical_team.vocab import ASSESSOR_AGENT, BENCHMARK_DATA_SOURCE, SELFPLAY_AGENT, Role
 
 log = logging.getLogger(__name__)
-
-SELFPLAY_AGENT = "medplay_selfplay"
-ASSESSOR_AGENT = "medplay_assessor"
 
 # extra_fields keys: the first two stay on every row verl stores; the others are read and removed by the worker.
 ROLE_FIELD = "role"

@@ -23,7 +23,6 @@ from verl.experimental.agent_loop.agent_loop import AgentLoopOutput
 from verl.trainer.ppo.v1.agent_loop_tq import AgentLoopWorkerTQ
 
 from medical_team.agent_loop.agent_loop import (
-    ASSESSOR_AGENT,
     BENCHMARK_ANSWER_FIELD,
     GAME_FIELD,
     JUDGE_STATS_FIELD,
@@ -36,7 +35,7 @@ from medical_team.agent_loop.agent_loop import (
 from medical_team.game import JudgeStats
 from medical_team.run.roles import role_uid, row_key
 from medical_team.run.step_games import ledger_record
-from medical_team.vocab import Role
+from medical_team.vocab import ASSESSOR_AGENT, Role
 
 
 class GameLedger:

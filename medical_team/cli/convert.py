@@ -53,8 +53,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="instead of MEDEC: plain notes without labels (a CSV, a JSONL file or a folder of .txt files), played "
         "as adversarial games the judge settles",
     )
-    parser.add_argument("--id-column", metavar="NAME", help="plain notes: the id column or field (default note_id)")
-    parser.add_argument("--text-column", metavar="NAME", help="plain notes: the text column or field (default note)")
+    parser.add_argument(
+        "--id-column", metavar="NAME", help="plain notes: the id column or field (default: note_id, else id)"
+    )
+    parser.add_argument(
+        "--text-column", metavar="NAME", help="plain notes: the text column or field (default: note, else text)"
+    )
     parser.add_argument(
         "--group-column",
         metavar="NAME",
@@ -159,17 +163,23 @@ def _convert_medec(inputs: list[Any], benchmark: Path | str, output: str, option
 
 def _convert_plain(args: argparse.Namespace, benchmark: Path | str, options: ConvertOptions) -> dict[str, Any]:
     """`convert --notes`: the plain-notes conversion with the options given."""
+    from medical_team.data.plain_columns import NoteColumns
     from medical_team.game.plain_dataset import PlainOptions, convert_plain_notes
 
     defaults = PlainOptions()
     plain = PlainOptions(
-        id_column=args.id_column or defaults.id_column,
-        text_column=args.text_column or defaults.text_column,
+        id_column=args.id_column,
+        text_column=args.text_column,
         group_column=args.group_column,
         notes_are_clean=bool(args.notes_are_clean),
         on_bad_row=args.on_bad_row or defaults.on_bad_row,
     )
-    return convert_plain_notes(args.notes, benchmark, args.output, options, plain)
+    report = convert_plain_notes(args.notes, benchmark, args.output, options, plain)
+    if report["columns"] is not None:
+        line = NoteColumns(**report["columns"]).found_line(Path(args.notes).name)
+        if line:
+            print(line)
+    return report
 
 
 def warn_long_notes(report: dict[str, Any]) -> None:

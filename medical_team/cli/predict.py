@@ -29,6 +29,9 @@ def run(args: argparse.Namespace) -> int:
         on_bad_row=args.on_bad_row,
         encoding=args.encoding,
     )
+    found = notes.columns.found_line(Path(args.input).name) if notes.columns else None
+    if found:
+        print(found)
     for bad in notes.skipped:
         print(f"skipped {bad.describe()}")
 
@@ -91,10 +94,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--output", required=True, help="directory for predictions.jsonl and predict_summary.json")
     parser.add_argument(
-        "--id-column", default="note_id", help="CSV column / JSON field holding the note id (default note_id)"
+        "--id-column",
+        help="CSV column / JSON field holding the note id (default: note_id, else id; said on the console)",
     )
     parser.add_argument(
-        "--text-column", default="note", help="CSV column / JSON field holding the note text (default note)"
+        "--text-column",
+        help="CSV column / JSON field holding the note text (default: note, else text; said on the console)",
     )
     parser.add_argument(
         "--on-bad-row",

@@ -1,6 +1,8 @@
 """The reader of plain notes (no gold labels): a CSV, a JSONL file or a folder of `.txt` files -> `PlainNote`s.
 
-Used by `medplay predict` and by convert steps. Rows are numbered as in `medical_team.data.medec`: CSV data rows
+Used by `medplay predict` and `medplay convert --notes`. Without a column named, a file's id and text are its first
+column (CSV) or field (JSONL) of `ID_COLUMNS` and `TEXT_COLUMNS` (`note_id`/`note`, else `id`/`text`), and
+`PlainNotes.columns` says which were found. Rows are numbered as in `medical_team.data.medec`: CSV data rows
 from 1 (the header is row 0), JSONL lines from 1; a `.txt` file has no row. Every note that is not read is named in
 `PlainNotes.skipped` (on_bad_row="skip") or in the raised error (on_bad_row="refuse"); lines and files that hold no
 note at all (blank lines, non-.txt files) are named in `PlainNotes.ignored`.
@@ -18,6 +20,18 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
+from medical_team.data.plain_columns import (
+    ID_COLUMNS,
+    ID_OPTION,
+    TEXT_COLUMNS,
+    TEXT_OPTION,
+    NoteColumns,
+    either,
+    first_held,
+    found_options,
+    header_column,
+    wanted,
+)
 from medical_team.data.text import normalise_newlines
 from medical_team.errors import UserInputError
 
@@ -31,7 +45,8 @@ TXT_SUFFIX = ".txt"
 # The field a BadRow names when the problem is the whole JSONL line or the whole CSV record, not one value.
 WHOLE_LINE = "(whole line)"
 WHOLE_ROW = "(whole row)"
-# The field a BadRow names for a .txt file (the file's contents are the note text).
+# The fields a BadRow names for a .txt file (the file's name is the note id, its contents the note text).
+FILE_NAME = "(file name)"
 FILE_TEXT = "(file text)"
 
 _SURROGATE = re.compile("[\udc80-\udcff]")
@@ -68,6 +83,7 @@ class PlainNotes:
     notes: tuple[PlainNote, ...]
     skipped: tuple[BadRow, ...]
     ignored: tuple[str, ...] = ()  # blank lines, non-.txt files, sub-folders: held no note, named for the record
+    columns: NoteColumns | None = None  # a CSV's or a JSONL file's; None for a folder of .txt files
 
 
 class BadRowsError(UserInputError):
@@ -93,12 +109,14 @@ class BadRowsError(UserInputError):
 def read_plain_notes(
     path: Path,
     *,
-    id_field: str = "note_id",
-    text_field: str = "note",
+    id_field: str | None = None,
+    text_field: str | None = None,
     on_bad_row: OnBadRow = "refuse",
     encoding: str = "utf-8",
 ) -> PlainNotes:
     """Read notes from a CSV (`.csv`), a JSONL file (`.jsonl`/`.ndjson`) or a folder of `.txt` files (id = stem).
+
+    A field given as None is the file's first column (field) of ID_COLUMNS / TEXT_COLUMNS; `columns` says which.
 
     Bad rows (empty text, missing id, a repeated id, undecodable bytes, a JSONL line that is not a JSON object) are
     returned in `skipped` (on_bad_row="skip") or raised all at once as `BadRowsError` (on_bad_row="refuse").
@@ -109,6 +127,7 @@ def read_plain_notes(
             f"must be one of {', '.join(ON_BAD_ROW_CHOICES)}, found {on_bad_row!r}", field="--on-bad-row"
         )
     path = Path(path)
+    columns = None
     if not path.exists():
         raise UserInputError("no such file or folder", file=str(path), field="--input")
     if path.is_dir():
@@ -119,9 +138,9 @@ def read_plain_notes(
         suffix = path.suffix.lower()
         text = _decode(path.read_bytes(), encoding, str(path))
         if suffix in CSV_SUFFIXES:
-            rows, ignored = _csv_rows(text, source, id_field, text_field)
+            rows, ignored, columns = _csv_rows(text, source, id_field, text_field)
         elif suffix in JSONL_SUFFIXES:
-            rows, ignored = _jsonl_rows(text, source, id_field, text_field)
+            rows, ignored, columns = _jsonl_rows(text, source, id_field, text_field)
         else:
             raise UserInputError(
                 f"unknown format {path.suffix or '(no suffix)'!r}: expected a .csv file, a .jsonl file "
@@ -136,7 +155,7 @@ def read_plain_notes(
         if bad:
             raise BadRowsError(tuple(bad), source)
         raise UserInputError("no notes found", file=source, field="--input")
-    return PlainNotes(tuple(notes), tuple(bad), tuple(ignored))
+    return PlainNotes(tuple(notes), tuple(bad), tuple(ignored), columns)
 
 
 @dataclass(frozen=True)
@@ -200,21 +219,25 @@ def _row(
     return _Row(file, number, names, note_id, text, dict(columns or {}), problem)
 
 
-def _csv_rows(text: str, source: str, id_field: str, text_field: str) -> tuple[list[_Row], list[str]]:
-    """Candidate rows of a CSV with a header that names the id and text columns."""
+def _csv_rows(
+    text: str, source: str, id_field: str | None, text_field: str | None
+) -> tuple[list[_Row], list[str], NoteColumns]:
+    """Candidate rows of a CSV with a header that holds the id and text columns, and the columns they came from."""
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader, None)
     except csv.Error as error:
         raise UserInputError(f"the header is not valid CSV: {error}", file=source, row=0) from None
+    id_wanted, text_wanted = wanted(id_field, ID_COLUMNS), wanted(text_field, TEXT_COLUMNS)
     if not header or not any(cell.strip() for cell in header):
         raise UserInputError(
-            f"the file is empty or has no header; expected a header with the columns {id_field!r} and {text_field!r}",
+            f"the file is empty or has no header; expected a header with the columns {either(id_wanted)} and "
+            f"{either(text_wanted)}",
             file=source,
             row=0,
         )
-    id_index = _column(header, id_field, source, "--id-column")
-    text_index = _column(header, text_field, source, "--text-column")
+    id_index = header_column(header, id_wanted, source, ID_OPTION)
+    text_index = header_column(header, text_wanted, source, TEXT_OPTION)
     names = (header[id_index], header[text_index])
     rows: list[_Row] = []
     ignored: list[str] = []
@@ -237,52 +260,43 @@ def _csv_rows(text: str, source: str, id_field: str, text_field: str) -> tuple[l
         cells = record + [""] * (len(header) - len(record))
         others = {name: cells[i] for i, name in enumerate(header) if i not in (id_index, text_index) and name}
         rows.append(_row(source, number, names, cells[id_index], cells[text_index], columns=others))
-    return rows, ignored
+    return rows, ignored, NoteColumns(*names, found_options(id_field, text_field))
 
 
-def _column(header: list[str], wanted: str, source: str, option: str) -> int:
-    """Position of a header column: exact name first, else the one name equal ignoring case and outer spaces."""
-    if header.count(wanted) == 1:
-        return header.index(wanted)
-    loose = [i for i, name in enumerate(header) if name.strip().casefold() == wanted.strip().casefold()]
-    if len(loose) == 1:
-        return loose[0]
-    found = ", ".join(repr(name) for name in header)
-    if loose:
-        raise UserInputError(f"column {wanted!r} appears more than once in the header ({found})", file=source, row=0)
-    raise UserInputError(
-        f"column {wanted!r} is missing from the header (found: {found}); name the column with {option}",
-        file=source,
-        row=0,
-        field=wanted,
-    )
-
-
-def _jsonl_rows(text: str, source: str, id_field: str, text_field: str) -> tuple[list[_Row], list[str]]:
-    """Candidate rows of a JSONL file: one JSON object per line, with the id and text fields."""
-    names = (id_field, text_field)
-    rows: list[_Row] = []
+def _jsonl_rows(
+    text: str, source: str, id_field: str | None, text_field: str | None
+) -> tuple[list[_Row], list[str], NoteColumns]:
+    """Candidate rows of a JSONL file: one JSON object per line, with the id and text fields, and those fields."""
+    parsed: list[tuple[int, object]] = []
     ignored: list[str] = []
     for number, line in enumerate(_lines(text), start=1):
         if not line.strip():
             ignored.append(f"{_location(source, number)} (blank)")
             continue
         try:
-            record = json.loads(line)
+            parsed.append((number, json.loads(line)))
         except json.JSONDecodeError as error:
-            rows.append(_row(source, number, names, None, None, problem=(WHOLE_LINE, f"not JSON: {error.msg}")))
-            continue
-        if not isinstance(record, dict):
-            problem = (WHOLE_LINE, f"a JSON {type(record).__name__}, expected an object with {id_field!r}")
-            rows.append(_row(source, number, names, None, None, problem=problem))
-            continue
-        problem = _json_value_problem(record, id_field, allow_int=True) or _json_value_problem(record, text_field)
-        others = {key: value for key, value in record.items() if isinstance(value, str) and key not in names}
-        raw_id = record.get(id_field)
-        note_id = str(raw_id) if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else None
-        note_text = record.get(text_field) if isinstance(record.get(text_field), str) else None
-        rows.append(_row(source, number, names, note_id, note_text, columns=others, problem=problem))
-    return rows, ignored
+            parsed.append((number, error))
+    keys = {key for _, record in parsed if isinstance(record, dict) for key in record}
+    names = (first_held(wanted(id_field, ID_COLUMNS), keys), first_held(wanted(text_field, TEXT_COLUMNS), keys))
+    rows = [_jsonl_row(source, number, record, names) for number, record in parsed]
+    return rows, ignored, NoteColumns(*names, found_options(id_field, text_field), unit="field")
+
+
+def _jsonl_row(source: str, number: int, record: object, names: tuple[str, str]) -> _Row:
+    """The candidate row of one parsed JSONL line (or of the error that parsing it raised)."""
+    id_field, text_field = names
+    if isinstance(record, json.JSONDecodeError):
+        return _row(source, number, names, None, None, problem=(WHOLE_LINE, f"not JSON: {record.msg}"))
+    if not isinstance(record, dict):
+        problem = (WHOLE_LINE, f"a JSON {type(record).__name__}, expected an object with {id_field!r}")
+        return _row(source, number, names, None, None, problem=problem)
+    problem = _json_value_problem(record, id_field, allow_int=True) or _json_value_problem(record, text_field)
+    others = {key: value for key, value in record.items() if isinstance(value, str) and key not in names}
+    raw_id = record.get(id_field)
+    note_id = str(raw_id) if isinstance(raw_id, (str, int)) and not isinstance(raw_id, bool) else None
+    note_text = record.get(text_field) if isinstance(record.get(text_field), str) else None
+    return _row(source, number, names, note_id, note_text, columns=others, problem=problem)
 
 
 def _json_value_problem(record: dict, name: str, allow_int: bool = False) -> tuple[str, str] | None:
@@ -304,7 +318,7 @@ def _lines(text: str) -> Iterator[str]:
 def _folder_rows(folder: Path, encoding: str) -> tuple[list[_Row], list[str]]:
     """Candidate rows of a folder: each `.txt` file (sorted by name) is a note whose id is the file's stem."""
     prefix = folder.name or str(folder)
-    names = ("(file name)", FILE_TEXT)
+    names = (FILE_NAME, FILE_TEXT)
     rows: list[_Row] = []
     ignored: list[str] = []
     for entry in sorted(folder.iterdir(), key=lambda p: p.name):

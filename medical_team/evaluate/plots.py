@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from medical_team.evaluate.metrics_log import MetricsHistory
 from medical_team.vocab import ERROR_TYPES, Category
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # verl's per-step phase timers (`timing_s/<phase>`), plotted in this order when logged.
 TIMING_PHASES: tuple[str, ...] = (
@@ -127,27 +131,44 @@ PLOTS: tuple[PlotSpec, ...] = (
 
 def render_plot(spec: PlotSpec, history: MetricsHistory, path: Path) -> list[str]:
     """Draw the spec's series that were logged into a PNG at `path`; return their labels ([] writes nothing)."""
+    import matplotlib.pyplot as plt
+
+    figure = draw_plot(spec, history)
+    if figure is None:
+        return []
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(path, format="png")
+        return [line.get_label() for line in figure.axes[0].get_lines()]
+    finally:
+        plt.close(figure)
+
+
+def draw_plot(spec: PlotSpec, history: MetricsHistory) -> Figure | None:
+    """The spec's figure over the series that were logged (None when none was); the caller closes it."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     drawn = [(label, *history.series(metric)) for label, metric in spec.series]
     drawn = [(label, steps, values) for label, steps, values in drawn if steps]
     if not drawn:
-        return []
+        return None
     figure, axes = plt.subplots(figsize=(7, 4), dpi=100)
     try:
         for label, steps, values in drawn:
             axes.plot(steps, values, marker="o" if len(steps) < 30 else None, markersize=3, label=label)
         axes.set_title(spec.title)
         axes.set_xlabel("training step")
+        # Steps are whole: no tick at 1.25 between steps 1 and 2 (one tick is enough: a run of one step has one).
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
         axes.set_ylabel(spec.ylabel)
         axes.grid(alpha=0.3)
         axes.legend(fontsize="small", loc="best")
         figure.tight_layout()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        figure.savefig(path, format="png")
-    finally:
+    except BaseException:
         plt.close(figure)
-    return [line.get_label() for line in axes.get_lines()]
+        raise
+    return figure

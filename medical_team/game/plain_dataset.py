@@ -5,14 +5,13 @@ Run through the CLI: `medplay convert --notes notes.csv --output DIR [--group-co
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 from medical_team.data.medec import LoadResult, load_medec
-from medical_team.data.plain_notes import OnBadRow, PlainNote, PlainNotes, read_plain_notes
+from medical_team.data.plain_notes import FILE_NAME, FILE_TEXT, OnBadRow, PlainNote, PlainNotes, read_plain_notes
 from medical_team.data.plain_seeds import note_origin, plain_case_groups, plain_seeds
 from medical_team.data.report import file_summary, plain_file_summary
 from medical_team.errors import UserInputError
@@ -36,8 +35,8 @@ SPLITTER = "sentencex"
 class PlainOptions:
     """How plain notes are read and grouped (the `medplay convert --notes` options)."""
 
-    id_column: str = "note_id"
-    text_column: str = "note"
+    id_column: str | None = None  # None: the file's `note_id`, else `id` (data/plain_columns.py)
+    text_column: str | None = None  # None: the file's `note`, else `text`
     group_column: str | None = None  # None: one note per case
     notes_are_clean: bool = False  # the user asserts no note holds an error: half are played as vanilla games
     on_bad_row: OnBadRow = "refuse"
@@ -71,7 +70,7 @@ def convert_plain_notes(
     prepare_output(output_dir)
     read = _read(Path(notes_path), plain, options.encoding)
     bench = load_medec(benchmark, options.encoding)
-    _check_benchmark_separate(read.notes, bench, plain)
+    _check_benchmark_separate(read, bench)
     groups = plain_case_groups(read.notes, plain.group_column)
     _check_two_groups(groups, plain.group_column, Path(notes_path).name)
     seeds = plain_seeds(read.notes, options.seed, plain.notes_are_clean)
@@ -123,11 +122,12 @@ def _check_two_groups(groups: dict[str, str], group_column: str | None, source: 
     )
 
 
-def _check_benchmark_separate(notes: Sequence[PlainNote], bench: LoadResult, plain: PlainOptions) -> None:
+def _check_benchmark_separate(read: PlainNotes, bench: LoadResult) -> None:
     """Raise when a plain note is a benchmark note (same id, or the same text): the benchmark is never trained on."""
     ids = {note.text_id for note in bench.notes}
     texts = {_words(note.text): note for note in bench.notes}
-    for note in notes:
+    id_field, text_field = (read.columns.id, read.columns.text) if read.columns else (FILE_NAME, FILE_TEXT)
+    for note in read.notes:
         file, row = note_origin(note)
         if note.note_id in ids:
             raise UserInputError(
@@ -135,7 +135,7 @@ def _check_benchmark_separate(notes: Sequence[PlainNote], bench: LoadResult, pla
                 "held out",
                 file=file,
                 row=row,
-                field=plain.id_column,
+                field=id_field,
             )
         same = texts.get(_words(note.text))
         if same is not None:
@@ -144,7 +144,7 @@ def _check_benchmark_separate(notes: Sequence[PlainNote], bench: LoadResult, pla
                 "benchmark must stay held out",
                 file=file,
                 row=row,
-                field=plain.text_column,
+                field=text_field,
             )
 
 
@@ -177,6 +177,8 @@ def _report(
             "notes_are_clean": plain.notes_are_clean,
             "on_bad_row": plain.on_bad_row,
         },
+        # The columns the ids and texts were read from (null for a folder of .txt files), and those found by name.
+        "columns": None if read.columns is None else {**asdict(read.columns), "found": list(read.columns.found)},
         "inputs": [plain_file_summary(read, notes_path.name or str(notes_path), plain.notes_are_clean)],
         "benchmark": file_summary(bench),
         **seed_report(dataset),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from collections import Counter
 from pathlib import Path
@@ -136,6 +137,34 @@ def test_a_benchmark_note_among_the_plain_notes_is_refused(tmp_path, capsys):
     assert "notes.csv:row 4: field 'note': the text is benchmark note 'ms-test-7'" in capsys.readouterr().err
 
 
+def test_a_csv_of_id_and_text_converts_and_says_which_columns_it_read(tmp_path, capsys):
+    source = tmp_path / "source.csv"
+    write_plain_csv(source, 4)
+    with source.open(encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))[1:]
+    notes = tmp_path / "export.csv"
+    with notes.open("w", encoding="utf-8", newline="") as handle:
+        csv.writer(handle).writerows([["id", "text", "patient"], *rows])
+    assert _convert(notes, tmp_path / "out") == 0
+    assert capsys.readouterr().out.startswith(
+        "export.csv: ids from column 'id', texts from column 'text' (found in the file; --id-column and --text-column "
+        "name others)\n"
+    )
+    report = _report(tmp_path / "out")
+    assert report["columns"] == {
+        "id": "id",
+        "text": "text",
+        "found": ["--id-column", "--text-column"],
+        "unit": "column",
+    }
+    assert report["options"]["id_column"] is None and report["options"]["text_column"] is None
+    rows = [
+        *read_verl_parquet(tmp_path / "out" / "train.parquet"),
+        *read_verl_parquet(tmp_path / "out" / "val.parquet"),
+    ]
+    assert sorted(row["extra_info"]["note_id"] for row in rows) == ["n1", "n2", "n3", "n4"]
+
+
 def test_jsonl_and_txt_folders_convert_with_their_own_columns(tmp_path):
     jsonl = tmp_path / "notes.jsonl"
     texts = [f"Visit {i}. The patient is stable. Continue metformin 500 mg b.i.d." for i in range(6)]
@@ -146,6 +175,7 @@ def test_jsonl_and_txt_folders_convert_with_their_own_columns(tmp_path):
     options = ("--id-column", "id", "--text-column", "body", "--group-column", "mrn")
     assert _convert(jsonl, tmp_path / "json", *options) == 0
     assert _report(tmp_path / "json")["splits"]["val"]["case_groups"] == 1
+    assert _report(tmp_path / "json")["columns"] == {"id": "id", "text": "body", "found": [], "unit": "field"}
     folder = tmp_path / "letters"
     folder.mkdir()
     for i, text in enumerate(texts[:3]):

@@ -103,6 +103,18 @@ def test_missing_column_names_the_header_and_the_option(capsys, tmp_path):
     assert "notes.csv:row 0: field 'note'" in err and "'case', 'report'" in err and "--text-column" in err
 
 
+def test_the_common_column_names_are_taken_and_said_before_the_model_loads(capsys, tmp_path):
+    notes = write_notes(tmp_path / "notes.csv", [("n1", "Fine.")], header=("id", "text"))
+    argv = ["predict", "--model", str(tmp_path / "no-model"), "--input", str(notes), "--output", str(tmp_path / "o")]
+    assert main(argv) == 2
+    printed = capsys.readouterr()
+    assert "field '--model'" in printed.err  # the notes were read: only the model is missing
+    assert printed.out == (
+        "notes.csv: ids from column 'id', texts from column 'text' (found in the file; --id-column and --text-column "
+        "name others)\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("extra", "field", "words"),
     [
@@ -141,6 +153,7 @@ def test_predict_with_transformers_gives_evals_responses(capsys, tiny_model_dir,
     assert main([*argv, "--on-bad-row", "skip", *generation]) == 0
     printed = capsys.readouterr().out
     assert "skipped notes.csv row 2, field 'note': the text is empty" in printed
+    assert printed.startswith("notes.csv: ids from column 'note_id', texts from column 'note' (found in the file;")
 
     records = [json.loads(line) for line in (output / PREDICTIONS_JSONL).read_text().splitlines()]
     assert [r["note_id"] for r in records] == [note.text_id for note in notes]

@@ -13,6 +13,7 @@ from medical_team.launcher.compose import available_profiles, compose_config
 from medical_team.launcher.environment import runtime_env_vars
 from medical_team.plugin.cpu.patches import patch_vllm_version_lookup
 from medical_team.run.settings import TrainingMode, settings_from_trainer_config
+from medical_team.vocab import ASSESSOR_AGENT
 
 GPU_PROFILES = ["141g", "24g", "48g", "80g", "96g"]
 CPU_MODULE = "medical_team.plugin.cpu"
@@ -106,9 +107,13 @@ def test_the_fsdp_compute_precision_cpu_smoke_sets_is_a_field_verl_reads() -> No
     assert "mixed_precision" in {field.name for field in fields(FSDPEngineConfig)}
 
 
-def test_a_cpu_smoke_run_starts_a_reward_worker_only_when_it_validates(tmp_path: Path) -> None:
-    # Reward workers score validation only; each is a Ray process (configs/profile/cpu-smoke.yaml).
+def test_a_cpu_smoke_run_starts_a_reward_worker_only_when_it_validates_or_plays_no_self_play(tmp_path: Path) -> None:
+    # medplay's games score themselves; each reward worker is a Ray process (configs/profile/cpu-smoke.yaml).
     base = ["profile=cpu-smoke", f"medplay.output_dir={tmp_path}"]
+    agent_loop = "actor_rollout_ref.rollout.agent.default_agent_loop"
     assert compose_config(base).reward.num_workers == 0
     assert compose_config([*base, "trainer.test_freq=2"]).reward.num_workers == 1
     assert compose_config([*base, "trainer.val_before_train=true"]).reward.num_workers == 1
+    # The assessor loop's rows, and every row of verl's own agent loop (`make bench`'s stock step), are scored by them.
+    assert compose_config([*base, f"{agent_loop}={ASSESSOR_AGENT}"]).reward.num_workers == 1
+    assert compose_config([*base, f"{agent_loop}=single_turn_agent"]).reward.num_workers == 1

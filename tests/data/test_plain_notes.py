@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from medical_team.data.plain_columns import NoteColumns
 from medical_team.data.plain_notes import (
     FILE_TEXT,
     WHOLE_LINE,
@@ -55,12 +56,55 @@ def test_csv_column_names_are_options_and_match_ignoring_case(tmp_path):
 
 
 def test_csv_missing_column_names_it_and_the_header_found(tmp_path):
-    path = write_csv(tmp_path / "notes.csv", ["id", "text"], [["1", "x"]])
+    path = write_csv(tmp_path / "notes.csv", ["case", "report"], [["1", "x"]])
     with pytest.raises(UserInputError) as caught:
         read_plain_notes(path)
     error = caught.value
     assert (error.file, error.row, error.field) == ("notes.csv", 0, "note_id")
-    assert "'id', 'text'" in error.message and "--id-column" in error.message
+    assert error.message == (
+        "neither column 'note_id' nor 'id' is in the header (found: 'case', 'report'); name the column with --id-column"
+    )
+    with pytest.raises(UserInputError) as caught:
+        read_plain_notes(path, id_field="case")
+    assert caught.value.field == "note" and "neither column 'note' nor 'text'" in caught.value.message
+    assert "--text-column" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("header", "columns"),
+    [
+        (["id", "text"], ("id", "text")),
+        (["ID", "Text", "site"], ("ID", "Text")),  # case and outer spaces aside, as for a named column
+        (["text", "note_id", "id"], ("note_id", "text")),  # medplay's own name first
+        (["note", "id", "text", "note_id"], ("note_id", "note")),
+    ],
+)
+def test_csv_without_named_columns_takes_note_id_and_note_else_id_and_text(tmp_path, header, columns):
+    rows = [
+        [{"id": "c1", "note_id": "n1", "text": "Text one.", "note": "Note one."}.get(h.casefold(), "A") for h in header]
+    ]
+    path = write_csv(tmp_path / "notes.csv", header, rows)
+    result = read_plain_notes(path)
+    assert result.columns == NoteColumns(*columns, found=("--id-column", "--text-column"))
+    assert (result.notes[0].note_id, result.notes[0].text) == (
+        rows[0][header.index(columns[0])],
+        rows[0][header.index(columns[1])],
+    )
+    assert result.columns.found_line("notes.csv") == (
+        f"notes.csv: ids from column {columns[0]!r}, texts from column {columns[1]!r} (found in the file; "
+        "--id-column and --text-column name others)"
+    )
+
+
+def test_csv_one_named_column_and_one_found(tmp_path):
+    path = write_csv(tmp_path / "notes.csv", ["case", "text"], [["c1", "Text one."]])
+    result = read_plain_notes(path, id_field="case")
+    assert result.columns == NoteColumns("case", "text", found=("--text-column",))
+    assert result.columns.found_line("notes.csv") == (
+        "notes.csv: texts from column 'text' (found in the file; --text-column names another)"
+    )
+    named = read_plain_notes(path, id_field="case", text_field="text")
+    assert named.columns == NoteColumns("case", "text") and named.columns.found_line("notes.csv") is None
 
 
 def test_csv_empty_file_is_refused(tmp_path):
@@ -158,6 +202,32 @@ def test_jsonl_bad_lines_are_named(tmp_path):
     assert "duplicate id 'a' (first at notes.jsonl line 1)" == result.skipped[5].reason
 
 
+def test_jsonl_without_named_fields_takes_id_and_text_and_says_so(tmp_path):
+    path = write_jsonl(
+        tmp_path / "notes.jsonl", [{"id": 1, "text": "First.", "source": "S"}, {"id": "b", "text": "2nd."}]
+    )
+    result = read_plain_notes(path)
+    assert [(n.note_id, n.text, dict(n.columns)) for n in result.notes] == [
+        ("1", "First.", {"source": "S"}),
+        ("b", "2nd.", {}),
+    ]
+    assert result.columns == NoteColumns("id", "text", found=("--id-column", "--text-column"), unit="field")
+    assert result.columns.found_line("notes.jsonl") == (
+        "notes.jsonl: ids from field 'id', texts from field 'text' (found in the file; --id-column and --text-column "
+        "name others)"
+    )
+
+
+def test_jsonl_with_neither_name_is_refused_as_before(tmp_path):
+    path = write_jsonl(tmp_path / "notes.jsonl", [{"case": "c1", "body": "First."}, {"case": "c2", "body": "Second."}])
+    with pytest.raises(BadRowsError) as caught:
+        read_plain_notes(path)
+    assert [(b.row, b.field) for b in caught.value.bad_rows] == [(1, "note_id"), (2, "note_id")]
+    assert "the field is missing (the line has: case, body)" in caught.value.bad_rows[0].reason
+    named = read_plain_notes(path, id_field="case", text_field="body")
+    assert [n.note_id for n in named.notes] == ["c1", "c2"] and named.columns.found == ()
+
+
 def test_folder_of_txt_files(tmp_path):
     folder = tmp_path / "cases"
     folder.mkdir()
@@ -180,6 +250,7 @@ def test_folder_of_txt_files(tmp_path):
         "cases/readme.md (not a .txt file)",
         "cases/sub (a folder; only .txt files directly inside are read)",
     )
+    assert result.columns is None  # a file's name is its id: no column to find
     with pytest.raises(BadRowsError, match="cases/empty.txt, field '\\(file text\\)': the file is empty"):
         read_plain_notes(folder)
 

@@ -8,7 +8,7 @@ from spec_names import GAME_PLOT_LABELS, MONITOR_PLOT_LABELS
 
 from medical_team.cli import main
 from medical_team.evaluate.metrics_log import read_metrics
-from medical_team.evaluate.plots import PLOTS, render_plot
+from medical_team.evaluate.plots import PLOTS, draw_plot, render_plot
 from medical_team.game.metrics import metric_names
 from medical_team.game.monitors import monitor_names
 
@@ -115,3 +115,24 @@ def test_bad_metrics_file_is_one_clear_line(tmp_path, capsys, content, where):
 def test_missing_metrics_file(tmp_path, capsys):
     assert main(["report", "--metrics", str(tmp_path / "nope.jsonl"), "--output", str(tmp_path)]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("steps", [1, 2, 3, 5])
+def test_the_step_axis_of_a_short_run_shows_whole_steps(tmp_path, steps):
+    # A run of a few steps once had ticks at 1.00, 1.25, 1.50...: a step is whole.
+    import matplotlib.pyplot as plt
+
+    path = tmp_path / "m.jsonl"
+    path.write_text(
+        "".join(f'{{"step": {s}, "data": {{"timing_s/step": {1.0 + 0.1 * s}}}}}\n' for s in range(1, steps + 1))
+    )
+    spec = next(spec for spec in PLOTS if spec.name == "step_time")
+    figure = draw_plot(spec, read_metrics(path))
+    try:
+        figure.canvas.draw()
+        axes = figure.axes[0]
+        low, high = axes.get_xlim()
+        shown = [label.get_text() for label in axes.get_xticklabels() if low <= label.get_position()[0] <= high]
+    finally:
+        plt.close(figure)
+    assert shown == [str(s) for s in range(1, steps + 1)]
