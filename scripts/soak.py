@@ -261,7 +261,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--keep", type=int, default=2, help="trainer.max_actor_ckpt_to_keep")
     parser.add_argument("--epochs", type=int, default=100, help="trainer.total_epochs: enough for --steps")
     parser.add_argument("--sample-s", type=float, default=5.0)
-    parser.add_argument("--warmup-steps", type=int, default=100, help="steps after each start left out of slopes")
+    parser.add_argument("--warmup-steps", type=int, default=150, help="steps after each start left out of slopes")
     parser.add_argument("--work", type=Path, default=Path("build/soak"))
     parser.add_argument("--report", type=Path, default=Path("docs/results/soak-cpu"))
     parser.add_argument("--override", action="append", default=[], help="one more `medplay train` override")
