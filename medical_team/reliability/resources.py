@@ -3,7 +3,7 @@
 The trainer reads them once a step (medical_team/task_runner/resource_record.py: its `resources/...` metrics) and
 `ResourceWatch` (resource_watch.py) judges them: at a floor the run stops with a checkpoint, and a falling trend
 is forecast. The trend is a least-squares line (`slope`, `floor_step`), the one fit medplay has: the soak benchmark
-(scripts/soak.py) fits its series with it too. No verl, Ray or vLLM here.
+fits its series with it too. No verl, Ray or vLLM here.
 
 Host memory is what Ray's memory monitor watches: the host's total and available memory (`MemAvailable`), or, in a
 container whose cgroup limit is below the host's memory, that limit and what the cgroup has left under it (its
