@@ -13,6 +13,7 @@ answers in the judge's format, so every judged game is a counted parse-error tie
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -62,7 +63,7 @@ def test_cpu_fit_trains_judged_by_the_served_model_and_reports_its_stages(tmp_pa
     files = sorted(path.name for path in out.iterdir())
     assert files == [
         "fit-console.txt", "fit-full.log", "fit-judge.log", "fit-metrics.jsonl", "fit-rollout.log", "memory.csv",
-        "summary.json",
+        "processes.csv", "summary.json",
     ]  # fmt: skip
     assert "POST /v1/chat/completions" in (out / "fit-judge.log").read_text()
     assert (out / "fit-rollout.log").read_text().strip()
@@ -72,6 +73,10 @@ def test_cpu_fit_trains_judged_by_the_served_model_and_reports_its_stages(tmp_pa
     assert "medplay.judge.backend=vllm" in run["overrides"] and "medplay.stop_grace_s=30" in run["overrides"]
     assert run["figures"]["steps_logged"] == 3
     assert run["figures"]["per_step"][0]["timing_s/step"] > 0
+    # each step's resources beside verl's memory figures, and every part of the run sampled while it ran
+    assert all(step["resources/run_rss_mib"] > 0 for step in run["figures"]["per_step"])
+    parts = {row["part"] for row in csv.DictReader((out / "processes.csv").open()) if row["run"] == "fit"}
+    assert {"launcher", "ray_raylet", "task_runner", "fsdp_worker", "vllm_engine_core"} <= parts, parts
     # Every startup stage reached the console with its seconds, the judge's server among them.
     assert set(run["startup_stages_s"]) >= {
         "Ray", "judge server", "trainer process", "data loaders", "actor and reference engines", "rollout server"
