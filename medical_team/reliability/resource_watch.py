@@ -108,9 +108,9 @@ class ResourceWatch:
 
     def _forecast(self, resource: Resource, floor: int, step: int) -> int | None:
         """The first step after `step` at which the window's trend reaches `floor`; None before the warm-up ends."""
-        if self._seen < 2 * self.trend_steps:
-            return None
         steps = [float(reading.step) for reading in self._window]
+        if self._seen < 2 * self.trend_steps or len(set(steps)) < 2:
+            return None
         if resource is Resource.HOST_MEMORY:
             values = [float(reading.memory.available) for reading in self._window]
         else:
@@ -130,10 +130,8 @@ def floor_message(
     """The one line a run stopped at a floor ends with: each resource, its reading and floor, what to do."""
     parts = []
     if Resource.HOST_MEMORY in resources:
-        memory, parts_text = (
-            reading.memory,
-            ", ".join(f"{kind} {size_text(mib * MIB)}" for kind, mib in largest.items()),
-        )
+        memory = reading.memory
+        parts_text = ", ".join(f"{kind} {size_text(mib * MIB)}" for kind, mib in largest.items())
         parts.append(
             f"host memory available {size_text(memory.available)} of {size_text(memory.total)} fell below its floor, "
             f"{MEMORY_FLOOR_KEY}={floors.memory_fraction:g} ({size_text(floors.memory_bytes(memory))}), set before "

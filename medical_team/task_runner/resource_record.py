@@ -43,7 +43,7 @@ class ResourceRecord:
         memory = host_memory()
         volume = existing_folder(self.checkpoint_dir)
         disk = disk_space(volume)
-        shm = disk_space(SHM)
+        shm = disk_space(SHM) if SHM.is_dir() else None  # a host without /dev/shm records none
         parts = rss_by_kind(sample_processes(self.roots))
         largest = dict(list(parts.items())[:LARGEST_PARTS])
         reading = Reading(step, memory, disk.free)
@@ -53,8 +53,7 @@ class ResourceRecord:
             "resources/host_memory_floor_mib": self.floors.memory_bytes(memory) / MIB,
             "resources/run_rss_mib": sum(parts.values()),
             **{f"resources/rss_mib/{kind}": mib for kind, mib in largest.items()},
-            "resources/shm_used_mib": shm.used / MIB,
-            "resources/shm_free_mib": shm.free / MIB,
+            **({"resources/shm_used_mib": shm.used / MIB, "resources/shm_free_mib": shm.free / MIB} if shm else {}),
             "resources/disk_free_mib": disk.free / MIB,
             "resources/disk_floor_mib": self.floors.disk_bytes / MIB,
             **verdict.metrics,
