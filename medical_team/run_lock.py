@@ -3,7 +3,8 @@
 `medplay train` and `medplay sft` take it before they write anything into the folder and hold it until the run
 returns (`release_run_lock`) or its process exits; a second run on the same folder ends at once with a `UserInputError` (exit status 2) naming the
 folder and the holder. The kernel drops the lock when the holder's last descriptor closes, so a killed run
-(SIGKILL included) never blocks the next one; the pid and host written into the file only make the message.
+(SIGKILL included) never blocks the next one; the pid and host written into the file make the message, and tell the
+trainer which process holds the run (`lock_holder`: medical_team/run/processes.py's roots of the run).
 
 Only the process that took the lock holds it: the descriptor is close-on-exec, and a child forked without
 exec (multiprocessing, data-loader workers) closes its copy at once, so no process left behind by a killed
@@ -125,10 +126,20 @@ def _try_lock(fd: int, path: Path) -> bool:
 
 
 def _record_holder(fd: int, pid: int) -> None:
-    """Write who holds the lock (for the message a refused run shows; never read to decide anything)."""
+    """Write who holds the lock (for the message a refused run shows, and `lock_holder`)."""
     record = json.dumps({"pid": pid, "host": socket.gethostname()}).encode() + b"\n"
     os.ftruncate(fd, 0)
     os.pwrite(fd, record, 0)
+
+
+def lock_holder(folder: Path) -> int | None:
+    """The pid that recorded holding `folder`'s lock when it did so on this host (None: no record, another host)."""
+    try:
+        record = json.loads(lock_path(folder).read_text())
+        pid, host = int(record["pid"]), record["host"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    return pid if host == socket.gethostname() else None
 
 
 def _holder(fd: int) -> str:

@@ -173,6 +173,8 @@ def gpu_section(work: Path, data: Path, steps: int, skip: int, timeout_s: float)
         f"trainer.total_training_steps={steps}",
         "trainer.save_freq=-1",
         "trainer.resume_mode=disable",
+        # unsaved: no room kept for the profile's checkpoint (60 GiB), more than a bench machine's disk may have free
+        "medplay.resources.disk_floor_gib=0",
     ]
     run = train_run("gpu_selfplay", work, common, (), timeout_s, skip)
     return {

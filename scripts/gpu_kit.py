@@ -9,8 +9,12 @@ Every run is `medplay train` in its own process group under the phase's time lim
 the stop grace its launcher gets SIGTERM (it saves and stops within `medplay.stop_grace_s`), and
 what is still running 15 s after the grace is killed, so a phase always ends by itself. While it
 runs, memory is sampled every 0.5 s (nvidia-smi on a GPU, the process tree's resident memory on the
-CPU). A phase leaves at most 8 files in the output folder: summary.json, the memory trace, and per
-run its console, its full log (the launcher's log file) and verl's metrics.
+CPU), and every 5 s each part of the run (medical_team/run/processes.py: the launcher, Ray's daemons, the task
+runner, the FSDP workers, vLLM's server, engine core and worker, the agent-loop workers, the judge, ...) with its RSS,
+open files and threads into processes.csv; each step's record adds the trainer's `resources/...` (host memory, the
+run's three largest parts, /dev/shm, the checkpoint volume) beside verl's GPU memory figures (summary.json's
+per_step). A phase leaves at most 8 files in the output folder: summary.json, the memory trace, the process
+trace, and per run its console, its full log (the launcher's log file) and verl's metrics.
 """
 
 from __future__ import annotations
@@ -35,7 +39,10 @@ from medical_team.launcher.served_judge_process import STAGE as JUDGE_STAGE
 from medical_team.launcher.startup import TRAINER_READY, ready_stages
 from medical_team.metrics_records import read_step_records
 from medical_team.process_group import stop_process_group
+from medical_team.run.processes import sample_processes
 
+PROCESS_TRACE = "processes.csv"
+PROCESS_SAMPLE_S = 5.0  # each process's RSS, files and threads: coarser than the memory trace (psutil reads /proc)
 # A bigger log is cut to its end: the device tool brings back files of limited size.
 MAX_LOG_BYTES = 15_000_000
 STOP_GRACE_S = 30
@@ -148,6 +155,9 @@ def common_overrides(kit: Kit, run: str, profile: str) -> list[str]:
         "trainer.resume_mode=disable",
         "trainer.val_before_train=false",
         f"medplay.stop_grace_s={STOP_GRACE_S}",
+        # Unsaved runs keep no room for a checkpoint: the GPU profiles' floor is one 4B checkpoint (60 GiB), more than
+        # a lent machine's disk may have free. The memory floor stays.
+        "medplay.resources.disk_floor_gib=0",
     ]
     return overrides
 
@@ -177,17 +187,22 @@ def fit_overrides(kit: Kit, phase: str) -> list[str]:
 
 
 class MemoryTrace:
-    """Samples memory every 0.5 s into a CSV: nvidia-smi's used MiB on a GPU, else the run's process tree RSS."""
+    """Samples memory every 0.5 s into a CSV: nvidia-smi's used MiB on a GPU, else the run's process tree RSS; and
+    each part of the run every 5 s into `processes` (time, run, part, processes, RSS MiB, open files, threads)."""
 
-    def __init__(self, path: Path, cpu: bool) -> None:
-        self.path, self.cpu = path, cpu
+    def __init__(self, path: Path, cpu: bool, processes: Path) -> None:
+        self.path, self.cpu, self.processes = path, cpu, processes
         self.peak_mib = 0.0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._parts_thread: threading.Thread | None = None
         self._smi: subprocess.Popen[bytes] | None = None
         self.watched: psutil.Process | None = None
+        self.run_name = ""
 
     def __enter__(self) -> Self:
+        self._parts_thread = threading.Thread(target=self._sample_parts, daemon=True)
+        self._parts_thread.start()
         if self.cpu:
             self._thread = threading.Thread(target=self._sample_tree, daemon=True)
             self._thread.start()
@@ -202,8 +217,9 @@ class MemoryTrace:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
+        for thread in (self._thread, self._parts_thread):
+            if thread is not None:
+                thread.join()
         if self._smi is not None:
             self._smi.terminate()
             self._smi.wait()
@@ -231,6 +247,23 @@ class MemoryTrace:
                 self.peak_mib = max(self.peak_mib, mib)
                 sink.write(f"{time.strftime('%Y/%m/%d %H:%M:%S')}, {mib:.0f}, rss\n")
 
+    def _sample_parts(self) -> None:
+        with open(self.processes, "a") as sink:
+            sink.write("time,run,part,processes,rss_mib,open_files,threads\n")
+            while not self._stop.wait(PROCESS_SAMPLE_S):
+                if self.watched is None:
+                    continue
+                samples = sample_processes([self.watched.pid])
+                stamp = time.strftime("%Y/%m/%d %H:%M:%S")
+                rows = []
+                for kind in sorted({sample.kind for sample in samples}):
+                    part = [sample for sample in samples if sample.kind == kind]
+                    rss = sum(sample.rss_mib for sample in part)
+                    files, threads = sum(sample.open_files for sample in part), sum(sample.threads for sample in part)
+                    rows.append(f"{stamp},{self.run_name},{kind},{len(part)},{rss:.1f},{files},{threads}\n")
+                sink.writelines(rows)
+                sink.flush()
+
 
 def train_run(kit: Kit, name: str, overrides: list[str], deadline: float, trace: MemoryTrace) -> RunRecord:
     """`medplay train` with these overrides until it ends or the deadline (SIGTERM, grace, then SIGKILL)."""
@@ -243,7 +276,7 @@ def train_run(kit: Kit, name: str, overrides: list[str], deadline: float, trace:
             [medplay_command(), "train", *record.overrides], stdout=sink, stderr=subprocess.STDOUT,
             start_new_session=True, cwd=kit.work,
         )  # fmt: skip
-        trace.watched = psutil.Process(child.pid)
+        trace.watched, trace.run_name = psutil.Process(child.pid), name
         term_at = deadline - STOP_GRACE_S - KILL_AFTER_S
         try:
             record.exit_status = child.wait(timeout=max(1.0, term_at - time.monotonic()))
@@ -300,7 +333,13 @@ def run_figures(metrics: Path) -> dict[str, Any]:
         kept = {
             f"timing_s/{phase}": data[f"timing_s/{phase}"] for phase in ("step", *PHASES) if f"timing_s/{phase}" in data
         }
-        kept.update({key: value for key, value in data.items() if "memory" in key or "mfu" in key})
+        kept.update(
+            {
+                key: value
+                for key, value in data.items()
+                if "memory" in key or "mfu" in key or key.startswith("resources/")
+            }
+        )
         per_step.append({"step": step, **kept})
     figures["per_step"] = per_step
     return figures
@@ -311,7 +350,7 @@ def training_phase(kit: Kit, phase: str, part: str | None) -> dict[str, Any]:
     deadline = time.monotonic() + kit.limit_s
     trace_name = "memory.csv" if kit.cpu else "gpu-memory.csv"
     summary: dict[str, Any] = {}
-    with MemoryTrace(kit.out / trace_name, kit.cpu) as trace:
+    with MemoryTrace(kit.out / trace_name, kit.cpu, kit.out / PROCESS_TRACE) as trace:
         if phase == "bench":
             runs = bench_runs(kit, part, deadline, trace)
         else:
@@ -319,6 +358,7 @@ def training_phase(kit: Kit, phase: str, part: str | None) -> dict[str, Any]:
     summary["runs"] = {run.name: run.__dict__ for run in runs}
     summary["peak_memory_mib"] = round(trace.peak_mib)
     summary["memory_trace"] = trace_name
+    summary["process_trace"] = PROCESS_TRACE
     if phase == "bench":
         summary.update(bench_ratio(kit))
     return summary

@@ -67,8 +67,11 @@ case $scale in
     # Four optimizer updates a step (mini-batches of 8 seeds x 8 games); epochs enough for any step cap (18 steps
     # make one pass over the 576 train seeds).
     rows=32 group=8 mini=8 steps=${RL_STEPS:-30} response=512 lr=1e-5
+    # The disk floor keeps room for one of this model's checkpoints (fp32 weights, Adam's moments, the Hugging Face
+    # copy: about 6 GiB at 270 M), not the 80g profile's 60 GiB of a 4B model's.
     run=("${full[@]}" trainer.save_freq=5 trainer.total_epochs=20 data.max_prompt_length=2048
-         actor_rollout_ref.rollout.enforce_eager=true actor_rollout_ref.rollout.max_num_seqs=256)
+         actor_rollout_ref.rollout.enforce_eager=true actor_rollout_ref.rollout.max_num_seqs=256
+         medplay.resources.disk_floor_gib=8)
     ;;
   *) echo "$usage" >&2; exit 2 ;;
 esac

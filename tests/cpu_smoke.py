@@ -14,6 +14,10 @@ START_UP_ALLOWANCE_S = 600
 STEP_ALLOWANCE_S = 60
 # The guard of a run of up to 3 steps (most tests').
 TRAIN_TIMEOUT_S = START_UP_ALLOWANCE_S + 3 * STEP_ALLOWANCE_S
+# The tests share a machine with other work: a host memory floor (medplay.resources.host_memory_floor) that other
+# processes' memory reached would stop a run by chance. Off unless a test sets it
+# (tests/e2e/test_resource_floors_cpu.py).
+MEMORY_FLOOR = "medplay.resources.host_memory_floor"
 
 
 def train_timeout_s(steps: int) -> int:
@@ -27,7 +31,9 @@ def convert(data_dir: Path) -> None:
 
 
 def train_command(root: Path, steps: int, *overrides: str) -> list[str]:
-    """`medplay train profile=cpu-smoke` into `root`, under a hard timeout (a failed weight sync hangs verl)."""
+    """`medplay train profile=cpu-smoke` into `root`, under a hard timeout (a failed weight sync hangs verl), without a
+    host memory floor unless `overrides` set one."""
+    floor = [] if any(override.startswith(f"{MEMORY_FLOOR}=") for override in overrides) else [f"{MEMORY_FLOOR}=0"]
     return [
         "timeout",
         "--kill-after=30",  # SIGTERM asks the trainer to save and stop; SIGKILL if it cannot
@@ -38,6 +44,7 @@ def train_command(root: Path, steps: int, *overrides: str) -> list[str]:
         f"medplay.output_dir={root}",
         f"medplay.data_dir={root / 'data'}",
         f"trainer.total_training_steps={steps}",
+        *floor,
         *overrides,
     ]
 

@@ -6,7 +6,9 @@ and, while steps remain, an estimate of the time left: the mean `timing_s/step` 
 steps left. Each whole line is parsed by `medical_team.metrics_records.parse_record`,
 as every reader of the file parses it; a line that is not a record is named (file and line) on
 stderr. A step whose record shows a collapse alarm firing (`alarm/<name>` at least
-`medplay.monitors.patience`) gets a warning line on stderr as well.
+`medplay.monitors.patience`) gets a warning line on stderr as well. The first step whose record forecasts that host
+memory or the checkpoint volume reaches its floor before the run's last step (`resources/<resource>_floor_step`:
+medical_team/reliability/resource_watch.py) says so at the end of its line, once per resource.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from medical_team.console import say
 from medical_team.errors import UserInputError
 from medical_team.game.alarm import STREAK_PREFIX, AlarmFiring
 from medical_team.metrics_records import parse_record
+from medical_team.reliability.resource_watch import Resource, floor_step_metric
 from medical_team.run.benchmark_validation import BENCHMARK_ACCURACY_METRIC
 from medical_team.run.settings import MonitorSettings
 
@@ -92,6 +95,18 @@ def alarm_lines(step: int, data: dict[str, float], monitors: MonitorSettings) ->
     return lines
 
 
+def forecast_notes(data: dict[str, float], said: set[Resource]) -> list[str]:
+    """`forecast: host memory reaches its floor at step 340` for each resource forecast for the first time (added to
+    `said`)."""
+    notes = []
+    for resource in Resource:
+        step = data.get(floor_step_metric(resource))
+        if isinstance(step, int | float) and resource not in said:
+            said.add(resource)
+            notes.append(f"forecast: {resource.words} reaches its floor at step {int(step)}")
+    return notes
+
+
 class StepProgress(FileFollower):
     """Context manager: while active, a thread says a progress line for each step appended to `metrics_file`."""
 
@@ -110,6 +125,7 @@ class StepProgress(FileFollower):
         self.clock = clock
         self.started = clock()
         self.step_seconds: list[float] = []  # this run's steps, for the estimate of the time left
+        self.forecast: set[Resource] = set()  # the resources whose floor a step line has forecast
         super().__init__(metrics_file, poll_s, "medplay-progress")  # a resumed run's earlier steps are not new
 
     def __exit__(
@@ -132,10 +148,7 @@ class StepProgress(FileFollower):
             if isinstance(seconds, int | float):
                 self.step_seconds.append(float(seconds))
             elapsed = self.clock() - self.started
-            say(
-                progress_line(
-                    step, self.total_steps, data, clock_text(elapsed, self.step_seconds, step, self.total_steps)
-                )
-            )
+            clock = clock_text(elapsed, self.step_seconds, step, self.total_steps)
+            say("  ".join([progress_line(step, self.total_steps, data, clock), *forecast_notes(data, self.forecast)]))
             for line in alarm_lines(step, data, self.monitors) if self.monitors else ():
                 say(line, err=True)

@@ -18,6 +18,7 @@ from medical_team.run.failures import (
     AllTiesError,
     JudgeServerError,
     MetricsWriteError,
+    ResourceFloorError,
 )
 
 # Raised in a Ray actor (agent-loop worker or trainer) or the launcher to end the run with a message for the user.
@@ -30,6 +31,7 @@ RUN_STOPPING_ERRORS: tuple[type[BaseException], ...] = (
     StoppedWhileWaitingError,
     MetricsWriteError,
     ActorProcessDiedError,
+    ResourceFloorError,
 )
 
 
@@ -60,7 +62,8 @@ def failure_report(error: BaseException) -> tuple[str, int]:
     """The last line `medplay train` says for a run that failed with `error`, and its exit status.
 
     Out of memory: the phase, figures and knobs, status 4; a run-stopping error: its own status (1 unless it
-    names one: the served judge 4 or 5, a stop while games waited on the judge 143); anything else: 1.
+    names one: the served judge 4 or 5, a resource at its floor 6, a stop while games waited on the judge 143);
+    anything else: 1.
     """
     from medical_team.launcher.out_of_memory import RunOutOfMemoryError
     from medical_team.run.failures import OUT_OF_MEMORY_EXIT

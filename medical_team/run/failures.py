@@ -5,6 +5,7 @@ from __future__ import annotations
 
 OUT_OF_MEMORY_EXIT = 4  # `medplay train`'s exit status when GPU memory or host RAM ran out
 JUDGE_FAILED_EXIT = 5  # `medplay train`'s exit status when the served judge fails (for memory: OUT_OF_MEMORY_EXIT)
+RESOURCE_FLOOR_EXIT = 6  # `medplay train`'s exit status when host memory or disk fell to its floor (saved, stopped)
 NO_TRAJECTORIES = "no materializable trajectories"  # verl's words when a step's every game failed
 JUDGE_START_UP = "judge start-up"  # the served judge's phase until it first answers
 
@@ -38,3 +39,11 @@ class MetricsWriteError(RuntimeError):
 
 class ActorProcessDiedError(RuntimeError):
     """A Ray actor of the run died with its process or node (launcher/dead_actors.py): the run ends naming it."""
+
+
+class ResourceFloorError(RuntimeError):
+    """Host memory or the checkpoint volume fell to its floor: the trainer saved a checkpoint and ended the run."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.exit_status = RESOURCE_FLOOR_EXIT

@@ -9,6 +9,15 @@ the FSDP workers, the vLLM rollout server with its engine core and worker, the a
 TransferQueue's controller and storage), idle Ray workers, and the served judge. The soak benchmark
 (scripts/soak.py) and the trainer's per-step resource record (docs/reliability.md) read runs through this module.
 
+From inside the run, `run_roots` finds them (docs/reliability.md, "A run sees its own end coming"): the Ray node the
+calling Ray worker runs on (walking up from it to its raylet; when `medplay train` started Ray itself its launcher
+is the raylet's parent and holds every process of the run, the served judge included; when Ray's head was started
+by `ray start --head --block` (the appliance's ray-head.sh), that process holds the head's daemons and workers),
+and the process that holds the output folder's run lock (medical_team/run_lock.py): `medplay train`, or the
+appliance's pipeline (container/pipeline.sh) with its `medplay train` and served judge. A node joined over
+`RAY_ADDRESS` whose `ray start` has exited contributes its raylet and the workers under it; other nodes' processes
+are not seen.
+
 A Ray actor's process title is `ray::<Class>[.<method>]` (a named actor: `ray::<name>:<Class>...`), vLLM's
 processes call themselves `VLLM::EngineCore` and `VLLM::Worker`; the daemons are known by their program.
 """
@@ -18,10 +27,15 @@ from __future__ import annotations
 import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import psutil
 
+from medical_team.run_lock import lock_holder
+
 MIB = 1024 * 1024
+RAYLET = "ray_raylet"
+RAY_HEAD = "ray_head"
 
 # A Ray actor's class -> its part in the run (the first match of a class name that contains the key).
 _RAY_ACTORS = (
@@ -44,13 +58,15 @@ _PROGRAMS = (
     ("VLLM::EngineCore", "vllm_engine_core"),
     ("VLLM::Worker", "vllm_worker"),
     ("gcs_server", "ray_gcs"),
-    ("raylet/raylet", "ray_raylet"),
+    ("raylet/raylet", RAYLET),
     ("dashboard/dashboard.py", "ray_dashboard"),
     ("log_monitor.py", "ray_log_monitor"),
     ("autoscaler/_private/monitor.py", "ray_monitor"),
     ("default_worker.py", "ray_idle_worker"),
     ("served_judge_exec", "judge_server"),
     ("vllm.entrypoints.openai.api_server", "judge_server"),
+    ("ray start", RAY_HEAD),  # `ray start --head --block` (the appliance's ray-head.sh): the daemons' parent
+    ("pipeline.sh", "pipeline"),  # the appliance's pipeline: the parent of its `medplay train`
     ("judge serve", "judge_server"),
     ("resource_tracker", "python_resource_tracker"),
 )
@@ -149,3 +165,32 @@ def rss_by_kind(samples: Iterable[ProcessSample]) -> dict[str, float]:
     for sample in samples:
         totals[sample.kind] += sample.rss_mib
     return dict(sorted(totals.items(), key=lambda item: -item[1]))
+
+
+def _kind_of(process: psutil.Process) -> str | None:
+    """The part `process` plays, None when it is gone."""
+    try:
+        return process_kind(process.cmdline())
+    except psutil.Error:
+        return None
+
+
+def ray_node_root(pid: int) -> int | None:
+    """The process holding the Ray node that Ray worker `pid` runs on: its raylet's parent when that is a `medplay
+    train` launcher or a `ray start` head, else the raylet; None when `pid` has no raylet above it."""
+    try:
+        ancestors = psutil.Process(pid).parents()
+    except psutil.Error:
+        return None
+    for depth, process in enumerate(ancestors):
+        if _kind_of(process) != RAYLET:
+            continue
+        holder = ancestors[depth + 1] if depth + 1 < len(ancestors) else None
+        return holder.pid if holder is not None and _kind_of(holder) in (LAUNCHER, RAY_HEAD) else process.pid
+    return None
+
+
+def run_roots(pid: int, output_folder: Path) -> list[int]:
+    """The roots of the run that Ray worker `pid` belongs to (see the module's docstring), without repeats."""
+    roots = [root for root in (lock_holder(output_folder), ray_node_root(pid)) if root is not None]
+    return list(dict.fromkeys(roots))

@@ -18,6 +18,7 @@ from medical_team.game import GameConfig, RewardConfig
 from medical_team.game.alarm import ALARMS, AlarmAction, AlarmRule, alarm_rules
 from medical_team.hardware.profiles import HardwareSettings
 from medical_team.judge.settings import JudgeSettings
+from medical_team.reliability.resource_watch import RAY_KILL_USED_FRACTION
 from medical_team.schema import Rules, above, at_least, bind, check
 from medical_team.vocab import Category, Role
 
@@ -83,6 +84,24 @@ class GuardSettings:
     max_non_finite_steps: int = at_least(1)
 
 
+def _memory_floor(value: float) -> bool:
+    """0 (no floor), or a share of host memory above what Ray's memory monitor leaves before it kills a worker."""
+    return value == 0 or 1 - RAY_KILL_USED_FRACTION < value <= 1
+
+
+@dataclass(frozen=True)
+class ResourceSettings:
+    """`medplay.resources`: the floors at which a run saves a checkpoint and stops, and the trend's window."""
+
+    host_memory_floor: float = check(
+        _memory_floor,
+        f"0 (no floor) or a share of host memory above {1 - RAY_KILL_USED_FRACTION:.2f} (below it Ray's memory "
+        "monitor kills a worker first) and at most 1",
+    )
+    disk_floor_gib: float = at_least(0, "a number of GiB")  # 0: no floor
+    trend_steps: int = at_least(2)
+
+
 @dataclass(frozen=True)
 class ReportSettings:
     """`medplay.report`: what the trainer keeps for `medplay report`'s page."""
@@ -117,6 +136,7 @@ class SelfPlaySettings(Rules):
     emulate_gpu_gib: float | None = above(0, "a number of GiB")
     hardware: HardwareSettings  # what the profile needs of the machine (configs/profile/NAME.yaml)
     guards: GuardSettings
+    resources: ResourceSettings
     model: ModelSettings
     judge: JudgeSettings
     rewards: RewardConfig

@@ -4,5 +4,6 @@ The launcher hands `task_runner.SelfPlayTaskRunner` to verl's `run_ppo`; in its 
 `medplay_sync` trainer (trainer.py) and the per-role estimator (advantage.py) and runs verl's V1 loop, whose
 agent-loop manager (agent_loop_manager.py) starts the agent-loop workers (medical_team/agent_loop/). The trainer's
 reliability hooks live here too: appended metrics (metrics_file.py), the step's game records
-(game_records_file.py), the stop request honoured (graceful_stop.py), the LoRA export (lora_export.py).
+(game_records_file.py), the stop request honoured (graceful_stop.py), the per-step resource record and its floors
+(resource_record.py), the LoRA export (lora_export.py).
 """

@@ -21,9 +21,16 @@ beside the metrics file before the step is committed (`medical_team.game.game_re
 Every step also logs the collapse monitors (`medical_team.game.monitors`) and, per configured alarm,
 `alarm/<name>` (steps in a row past its threshold); an alarm that fires is logged as a warning, and
 with `medplay.monitors.action=stop` the step's checkpoint is saved and the run ends after the step,
-as on a stop request. The step-level reward terms (format against answers of the same kind, the verdict
-balance, `difficulty_band`'s attacker outcome) are added to the rows before the advantages are computed
-(`medical_team.task_runner.step_rewards`), and the game metrics read the games with them.
+as on a stop request.
+
+Every step also logs the run's resources (`resources/...`: host memory, the run's processes, `/dev/shm`, the
+checkpoint volume; medical_team/task_runner/resource_record.py); when host memory or the volume's free space is at its
+floor (`medplay.resources`), the step's checkpoint is saved, the run ends after the step, and `fit` raises
+`ResourceFloorError` (exit status 6) once verl's loop has finished.
+
+The step-level reward terms (format against answers of the same kind, the verdict balance, `difficulty_band`'s
+attacker outcome) are added to the rows before the advantages are computed (`medical_team.task_runner.step_rewards`),
+and the game metrics read the games with them.
 
 A LoRA actor's checkpoint is split into its PEFT adapter and a merged Hugging Face model after verl's
 save (`medical_team.task_runner.lora_export`), before the checkpoint can become the resume point.
@@ -61,7 +68,7 @@ from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.reliability.checkpoints import StepCommits
 from medical_team.reliability.guards import NonFiniteGuard
 from medical_team.run.benchmark_validation import benchmark_file, decoding_of
-from medical_team.run.failures import NO_TRAJECTORIES, AllTiesError, all_ties_message
+from medical_team.run.failures import NO_TRAJECTORIES, AllTiesError, ResourceFloorError, all_ties_message
 from medical_team.run.learning_probe import probe_metrics
 from medical_team.run.roles import role_of_key
 from medical_team.run.settings import settings_from_trainer_config
@@ -71,6 +78,7 @@ from medical_team.task_runner.graceful_stop import end_after_this_step, honour_s
 from medical_team.task_runner.lora_export import export_lora
 from medical_team.task_runner.metrics_file import use_appending_file_logger
 from medical_team.task_runner.replay_poll import REPLAY_POLL_S
+from medical_team.task_runner.resource_record import ResourceRecord
 from medical_team.task_runner.step_rewards import add_to_row_rewards, step_deltas
 from medical_team.task_runner.tracking_config import use_redacting_tracking
 from medical_team.vocab import Role
@@ -126,6 +134,7 @@ class SelfPlayTrainer(PPOTrainerSync):
         self._step_judge_stats = JudgeStats()
         self._saved_step: int | None = None  # the step of the last checkpoint saved
         self._validated_step: int | None = None  # the step of the last validation
+        self._resource_stop: str | None = None  # the line a run ended at a resource floor ends with
 
     def _build_replay_buffer(self) -> Any:
         """verl's replay buffer, looking for finished games every `REPLAY_POLL_S` seconds."""
@@ -171,6 +180,7 @@ class SelfPlayTrainer(PPOTrainerSync):
         metrics.update(sample_metrics(batch))
         metrics.update(probe_metrics(self.agent_loop_manager.drain_probe_observations()))
         self._observe_monitors(global_steps, outcomes, games, metrics)
+        self._observe_resources(global_steps, metrics)
         self._non_finite_guard.observe(global_steps, metrics, self._last_checkpoint())
 
     def _record_games(self, step: int, outcomes: list[GameOutcome], games: list[StepGame]) -> None:
@@ -212,6 +222,15 @@ class SelfPlayTrainer(PPOTrainerSync):
         if fired and action is AlarmAction.STOP:
             end_after_this_step(self, self._saved_this_step(), f"collapse alarm {fired[0].rule.name}")
 
+    def _observe_resources(self, step: int, metrics: dict[str, Any]) -> None:
+        """Log the step's `resources/...`; at a floor, save and end the run after the step, which `fit` then raises."""
+        values, stop = self._resources.observe(step, self.total_training_steps)
+        metrics.update(values)
+        if stop is not None:
+            log.warning(stop)
+            self._resource_stop = stop
+            end_after_this_step(self, self._saved_this_step(), "resource floor")
+
     def _validate(self) -> dict[str, float]:
         """verl's validation; the answers it gave on benchmark rows are written for `medplay eval --responses`."""
         started = time.perf_counter()
@@ -241,9 +260,11 @@ class SelfPlayTrainer(PPOTrainerSync):
         log.warning("benchmark validation at step %s: %d answers in %s", self.global_steps, len(answers), folder)
 
     def on_train_end(self) -> None:
-        """verl's hook; a validating run that ended before its step cap first validates the step it ended on."""
+        """verl's hook; a validating run that ended before its step cap first validates the step it ended on, unless
+        a resource floor ended it (a validation would use up more of what ran short)."""
         last_step = self.global_steps - 1
-        if self.config.trainer.test_freq > 0 and last_step > 0 and self._validated_step != last_step:
+        validate = self.config.trainer.test_freq > 0 and last_step > 0 and self._validated_step != last_step
+        if validate and self._resource_stop is None:
             # verl's loop has moved to the next step; validation tags its rows and this step's folder by global_steps
             self.global_steps = last_step
             self.on_validate_begin()
@@ -259,13 +280,18 @@ class SelfPlayTrainer(PPOTrainerSync):
 
     def fit(self, agent_loop_manager: Any) -> None:
         """verl's training loop, with the metrics JSONL opened for appending (a resumed run keeps earlier steps) and
-        the trackers given the config with its secrets redacted."""
+        the trackers given the config with its secrets redacted; a run a resource floor ended raises its line after."""
         use_appending_file_logger()
         use_redacting_tracking()
         self._non_finite_guard = NonFiniteGuard(max_consecutive=self.settings.guards.max_non_finite_steps)
         judge = self.settings.judge
         self._gold_floor = GoldFloor(judge.gold_accuracy_floor, judge.gold_min_count) if judge.probed else None
+        self._resources = ResourceRecord(
+            self.settings.resources, Path(self.config.trainer.default_local_dir), Path(self.settings.output_dir)
+        )
         super().fit(agent_loop_manager)
+        if self._resource_stop is not None:  # the step's checkpoint is saved and committed: end with the cause
+            raise ResourceFloorError(self._resource_stop)
 
     def on_train_begin(self) -> None:
         """verl's hook, then commit each saved checkpoint only after its step's metrics are logged."""

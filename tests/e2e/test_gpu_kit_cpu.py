@@ -13,6 +13,7 @@ answers in the judge's format, so every judged game is a counted parse-error tie
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -21,7 +22,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cpu_smoke import metrics_by_step
+from cpu_smoke import MEMORY_FLOOR, metrics_by_step
 
 pytestmark = pytest.mark.e2e
 
@@ -30,6 +31,8 @@ KIT = REPO / "scripts" / "gpu_kit.sh"
 # One gold probe with every judged game: the random judge gets them all wrong, which the run logs as
 # `judge/gold_accuracy` (the kit's runs set no accuracy floor).
 GOLD_PROBES = "medplay.judge.gold_probe_fraction=1.0"
+# No host memory floor on this shared machine (tests/cpu_smoke.py says why); the kit on a GPU keeps it.
+NO_MEMORY_FLOOR = f"{MEMORY_FLOOR}=0"
 
 
 def kit(tmp_path: Path, *args: str, limit_s: int = 480) -> subprocess.CompletedProcess[str]:
@@ -39,7 +42,7 @@ def kit(tmp_path: Path, *args: str, limit_s: int = 480) -> subprocess.CompletedP
         "WORK": str(tmp_path / "work"),
         "PYTHON": sys.executable,
         "LIMIT_S": str(limit_s),
-        "EXTRA": GOLD_PROBES,
+        "EXTRA": f"{GOLD_PROBES} {NO_MEMORY_FLOOR}",
     }
     command = ["bash", str(KIT), "--cpu", "--out", str(tmp_path / f"out-{args[0]}"), *args]
     return subprocess.run(command, env=env, capture_output=True, text=True, check=False, timeout=600)
@@ -62,7 +65,7 @@ def test_cpu_fit_trains_judged_by_the_served_model_and_reports_its_stages(tmp_pa
     files = sorted(path.name for path in out.iterdir())
     assert files == [
         "fit-console.txt", "fit-full.log", "fit-judge.log", "fit-metrics.jsonl", "fit-rollout.log", "memory.csv",
-        "summary.json",
+        "processes.csv", "summary.json",
     ]  # fmt: skip
     assert "POST /v1/chat/completions" in (out / "fit-judge.log").read_text()
     assert (out / "fit-rollout.log").read_text().strip()
@@ -72,6 +75,10 @@ def test_cpu_fit_trains_judged_by_the_served_model_and_reports_its_stages(tmp_pa
     assert "medplay.judge.backend=vllm" in run["overrides"] and "medplay.stop_grace_s=30" in run["overrides"]
     assert run["figures"]["steps_logged"] == 3
     assert run["figures"]["per_step"][0]["timing_s/step"] > 0
+    # each step's resources beside verl's memory figures, and every part of the run sampled while it ran
+    assert all(step["resources/run_rss_mib"] > 0 for step in run["figures"]["per_step"])
+    parts = {row["part"] for row in csv.DictReader((out / "processes.csv").open()) if row["run"] == "fit"}
+    assert {"launcher", "ray_raylet", "task_runner", "fsdp_worker", "vllm_engine_core"} <= parts, parts
     # Every startup stage reached the console with its seconds, the judge's server among them.
     assert set(run["startup_stages_s"]) >= {
         "Ray", "judge server", "trainer process", "data loaders", "actor and reference engines", "rollout server"

@@ -139,6 +139,16 @@ def test_metrics_file_has_every_step_and_every_game_metric(run_root: Path) -> No
         assert not missing, f"step {step} lacks {missing}"
 
 
+def test_metrics_file_has_the_runs_resources_at_every_step(run_root: Path) -> None:
+    for step, data in metrics_by_step(run_root).items():
+        parts = {key: value for key, value in data.items() if key.startswith("resources/rss_mib/")}
+        # the trainer found the run's processes (the launcher's tree: Ray's daemons, every worker, vLLM's processes)
+        assert len(parts) == 3 and sum(parts.values()) <= data["resources/run_rss_mib"], f"step {step}: {parts}"
+        assert data["resources/run_rss_mib"] > 1024, f"step {step}: {data['resources/run_rss_mib']} MiB"
+        assert data["resources/host_memory_available_mib"] > 0 and data["resources/disk_free_mib"] > 0
+        assert data["resources/shm_used_mib"] >= 0 and data["resources/shm_free_mib"] > 0
+
+
 def test_metrics_file_has_every_collapse_monitor_at_every_step(run_root: Path) -> None:
     cap = 48  # cpu-smoke's data.max_response_length
     for step, data in metrics_by_step(run_root).items():

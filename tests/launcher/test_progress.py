@@ -126,3 +126,22 @@ def test_a_firing_collapse_alarm_is_a_warning_on_stderr(tmp_path: Path, capsys: 
     captured = capsys.readouterr()
     assert captured.out.splitlines() == ["step 5/5 [####################]  elapsed 0:00"]
     assert captured.err.splitlines() == alarm_lines(5, firing, monitors)
+
+
+def test_a_forecast_floor_is_said_on_the_first_step_line_that_has_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    memory, disk = "resources/host_memory_floor_step", "resources/disk_floor_step"
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.touch()
+    progress = StepProgress(metrics, total_steps=400, poll_s=3600, clock=lambda: 0.0)
+    with progress, metrics.open("a") as handle:
+        for step, data in ((40, {}), (41, {memory: 340.0}), (42, {memory: 338.0, disk: 390.0}), (43, {memory: 330.0})):
+            handle.write(record(step, **data))
+    lines = [line.split("elapsed 0:00")[-1] for line in capsys.readouterr().out.splitlines()]  # after the clock
+    assert lines == [
+        "",
+        "  forecast: host memory reaches its floor at step 340",
+        "  forecast: the checkpoint volume's free space reaches its floor at step 390",
+        "",
+    ]

@@ -8,6 +8,7 @@ children live on, leaves the folder free at once.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -24,7 +25,7 @@ from processes import stop_session
 
 from medical_team.launcher.launch import locked_folders
 from medical_team.reliability.stop_request import STOP_FILE
-from medical_team.run_lock import INHERITED_FD_ENV, LOCK_NAME, hold_run_lock, release_run_lock
+from medical_team.run_lock import INHERITED_FD_ENV, LOCK_NAME, hold_run_lock, lock_holder, release_run_lock
 
 REPO = Path(__file__).resolve().parents[2]
 PIPELINE = REPO / "container" / "pipeline.sh"
@@ -232,3 +233,14 @@ def test_a_run_that_returns_leaves_the_folder_free_for_the_next(tmp_path: Path) 
         release_run_lock(tmp_path)
     assert acquire(tmp_path).returncode == 0
     release_run_lock(tmp_path)  # a folder this process does not hold: nothing to do
+
+
+def test_the_lock_names_its_holder_to_the_run_on_this_host_only(tmp_path: Path) -> None:
+    assert lock_holder(tmp_path) is None  # no lock file yet
+    hold_run_lock(tmp_path)
+    try:
+        assert lock_holder(tmp_path) == os.getpid()
+    finally:
+        release_run_lock(tmp_path)
+    (tmp_path / LOCK_NAME).write_text(json.dumps({"pid": os.getpid(), "host": f"{socket.gethostname()}-other"}))
+    assert lock_holder(tmp_path) is None  # a pid of another host names no process here

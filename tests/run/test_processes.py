@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
 import pytest
 
-from medical_team.run.processes import LAUNCHER, OTHER, process_kind, rss_by_kind, sample_processes
+from medical_team.run.processes import (
+    LAUNCHER,
+    OTHER,
+    RAYLET,
+    process_kind,
+    ray_node_root,
+    rss_by_kind,
+    run_roots,
+    sample_processes,
+)
+from medical_team.run_lock import hold_run_lock, release_run_lock
 
 
 @pytest.mark.parametrize(
@@ -46,6 +59,8 @@ from medical_team.run.processes import LAUNCHER, OTHER, process_kind, rss_by_kin
             ["/venv/bin/python", "-c", "from multiprocessing.resource_tracker import main;main(7)"],
             "python_resource_tracker",
         ),
+        (["/usr/bin/python3", "/venv/bin/ray", "start", "--head", "--block", "--port=6379"], "ray_head"),
+        (["/bin/bash", "/opt/medplay/container/pipeline.sh", "train"], "pipeline"),
         (["/bin/sleep", "5"], OTHER),
         ([], OTHER),
     ],
@@ -113,3 +128,67 @@ def test_the_served_judges_engine_is_named_as_the_judges() -> None:
             process.kill()
         root.wait()
         rollout_engine.wait()
+
+
+# Each level of a process chain: its title (argv[0], from the environment so that no parent's command line holds a
+# child's title) and the script it runs. The launcher's `train` is its script's $0, as in `medplay train`.
+_LEVEL = '(exec -a "$T{n}" bash -c "$S{n}" train) & wait'
+_LEAF = '(exec -a "$T{n}" sleep 60) & wait'
+
+
+@contextmanager
+def titled_chain(*titles: str) -> Iterator[list[int]]:
+    """Processes titled `titles`, each the parent of the next (as Ray's and vLLM's processes retitle themselves)."""
+    last = len(titles) - 1
+    env = {**os.environ, **{f"T{n}": title for n, title in enumerate(titles)}}
+    env.update({f"S{n}": (_LEAF if n + 1 == last else _LEVEL).format(n=n + 1) for n in range(last)})
+    top = subprocess.Popen(["bash", "-c", 'exec -a "$T0" bash -c "$S0" train'], env=env)
+    try:
+        chain = [psutil.Process(top.pid)]
+        while len(chain) < len(titles):  # each level appears once its parent has forked it
+            children = chain[-1].children()
+            if children and children[0].cmdline()[:1] == [titles[len(chain)]]:
+                chain.append(children[0])
+            elif top.poll() is not None:
+                raise AssertionError(f"the chain ended at {len(chain)} of {len(titles)} levels")
+            else:
+                time.sleep(0.01)
+        yield [process.pid for process in chain]
+    finally:
+        for process in psutil.Process(top.pid).children(recursive=True):
+            process.kill()
+        top.kill()
+        top.wait()
+
+
+RAYLET_TITLE = "/venv/lib/python3.11/site-packages/ray/core/src/ray/raylet/raylet"
+WORKER_TITLE = "ray::SelfPlayTaskRunner.run"
+
+
+@pytest.mark.parametrize(
+    ("holder_title", "root_level"),
+    [
+        ("/venv/bin/medplay", 0),  # `medplay train` started Ray: its launcher holds the run
+        ("/venv/bin/ray start --head --block", 0),  # the appliance's Ray head (ray-head.sh)
+        ("/bin/bash", 1),  # a raylet whose parent is no head (its `ray start` exited): the raylet
+    ],
+)
+def test_a_ray_worker_finds_the_process_holding_its_node(holder_title: str, root_level: int) -> None:
+    with titled_chain(holder_title, RAYLET_TITLE, WORKER_TITLE) as pids:
+        assert [process_kind(psutil.Process(pid).cmdline()) for pid in pids[1:]] == [RAYLET, "task_runner"]
+        assert ray_node_root(pids[2]) == pids[root_level]
+
+
+def test_a_process_under_no_raylet_has_no_ray_node() -> None:
+    assert ray_node_root(os.getpid()) is None
+
+
+def test_the_runs_roots_are_the_lock_holder_and_the_ray_node(tmp_path: Path) -> None:
+    hold_run_lock(tmp_path)  # this process holds the output folder, as `medplay train` does
+    try:
+        with titled_chain("/venv/bin/ray start --head --block", RAYLET_TITLE, WORKER_TITLE) as pids:
+            assert run_roots(pids[2], tmp_path) == [os.getpid(), pids[0]]
+            assert run_roots(os.getpid(), tmp_path) == [os.getpid()]
+    finally:
+        release_run_lock(tmp_path)
+    assert run_roots(os.getpid(), tmp_path / "no-run") == []

@@ -86,6 +86,19 @@ def test_learning_probe_is_off_unless_asked_and_checked(section) -> None:
     assert "medplay.learning_probe.flip: unknown key" in str(caught.value)
 
 
+def test_resource_floors_default_to_a_tenth_of_memory_and_one_checkpoint_and_are_checked(section) -> None:
+    settings = selfplay_settings(section())
+    assert settings.resources.host_memory_floor == 0.1 and settings.resources.trend_steps == 20
+    assert settings.resources.disk_floor_gib == settings.hardware.checkpoint_gib  # one checkpoint, as sized
+    for floor in (0, 0.06, 1):
+        assert selfplay_settings(section(resources={"host_memory_floor": floor, "disk_floor_gib": 0, "trend_steps": 2}))
+    with pytest.raises(UserInputError) as caught:
+        selfplay_settings(section(resources={"host_memory_floor": 0.05, "disk_floor_gib": -1, "trend_steps": 1}))
+    message = str(caught.value)
+    assert "medplay.resources.host_memory_floor: 0.05" in message and "Ray's memory" in message
+    assert "medplay.resources.disk_floor_gib: -1" in message and "medplay.resources.trend_steps: 1" in message
+
+
 def test_monitors_default_to_warnings_and_are_checked(section) -> None:
     from medical_team.game.alarm import AlarmAction
 
