@@ -18,21 +18,27 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from medical_team.reliability.resources import slope
+
 PER = 100  # slopes are per this many steps
 SERIES = ("rss_mib", "anon_mib", "open_files", "threads")
 
 
 def pooled_slope(series: Iterable[list[tuple[float, float]]]) -> float | None:
-    """The slope per `PER` steps of (step, value) series fitted together, each around its own mean (None: no spread)."""
-    sxy = sxx = 0.0
+    """The slope per `PER` steps of (step, value) series fitted together, each around its own mean (None: no spread).
+
+    Centred on their own means, the series share one least-squares line through the origin: its slope is theirs.
+    """
+    xs: list[float] = []
+    ys: list[float] = []
     for points in series:
         if len({x for x, _ in points}) < 2:
             continue
         mean_x = statistics.fmean(x for x, _ in points)
         mean_y = statistics.fmean(y for _, y in points)
-        sxy += sum((x - mean_x) * (y - mean_y) for x, y in points)
-        sxx += sum((x - mean_x) ** 2 for x, _ in points)
-    return None if sxx == 0 else round(sxy / sxx * PER, 3)
+        xs += [x - mean_x for x, _ in points]
+        ys += [y - mean_y for _, y in points]
+    return None if len(set(xs)) < 2 else round(slope(xs, ys) * PER, 3)
 
 
 def warm(samples: list[dict[str, Any]], segments: list[dict[str, Any]], warmup: int) -> list[dict[str, Any]]:
