@@ -29,6 +29,8 @@ from spec_names import ADVERSARIAL, GAME_MD_METRICS, MONITOR_METRICS, MONITOR_PL
 from medical_team.checkpoint_folder import read_tracker, step_dirs
 from medical_team.cli import main
 from medical_team.game.game_records import games_folder, read_game_records
+from medical_team.launcher.compose import compose_config
+from medical_team.launcher.disk_plan import config_checkpoint_parts
 from medical_team.launcher.shm_cleanup import remove_orphaned_segments, shm_segments
 from medical_team.reliability.checkpoints import COMPLETE_MARKER, damage
 
@@ -130,6 +132,14 @@ def test_only_the_kept_checkpoint_remains_whole(run_root: Path) -> None:
     assert sorted(step_dirs(checkpoints)) == [FINAL_STEPS]  # step 1, saved by the killed run, removed
     kept = checkpoints / f"global_step_{FINAL_STEPS}"
     assert (kept / COMPLETE_MARKER).is_file() and damage(kept) == []  # every file its manifest lists is there
+
+
+def test_the_kept_checkpoint_is_the_size_the_disk_plan_estimates(run_root: Path) -> None:
+    config = compose_config(["profile=cpu-smoke", f"medplay.output_dir={run_root}"])
+    estimate = sum(config_checkpoint_parts(config).values())
+    kept = run_root / "checkpoints" / f"global_step_{FINAL_STEPS}"
+    real = sum(path.stat().st_size for path in kept.rglob("*") if path.is_file())
+    assert real <= estimate <= 1.05 * real, (real, estimate)  # 2,362,633 and 2,431,670 bytes when measured
 
 
 def test_policy_weights_in_checkpoint_differ_from_initial(run_root: Path) -> None:
