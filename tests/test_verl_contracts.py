@@ -235,7 +235,7 @@ class _StepCommits:
 
     count = 0
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, keep: object = None) -> None:
         pass
 
     def commit(self) -> None:
@@ -503,6 +503,64 @@ def test_verls_checkpoint_tracker_and_step_folder_names() -> None:
 
     assert Path(get_checkpoint_tracker_filename("/ckpt")) == Path("/ckpt") / TRACKER_NAME
     assert 'f"global_step_{self.global_steps}"' in inspect.getsource(trainer_base.PPOTrainer._save_checkpoint)
+
+
+class _ActorWorkers:
+    """Stands in for verl's actor worker group: records each save's `max_ckpt_to_keep` and writes a shard there."""
+
+    def __init__(self) -> None:
+        self.kept: list[object] = []
+
+    def save_checkpoint(self, local_path, hdfs_path=None, global_step=0, max_ckpt_to_keep=None) -> None:
+        self.kept.append(max_ckpt_to_keep)
+        Path(local_path).mkdir(parents=True, exist_ok=True)
+        (Path(local_path) / "model_world_size_1_rank_0.pt").write_bytes(b"shard %d" % global_step)
+
+
+def test_verl_deletes_nothing_when_medplay_saves_and_medplay_retains_after_the_commit(
+    v1_config: DictConfig, tmp_path: Path
+) -> None:
+    """verl's `_save_checkpoint` reads `trainer.max_actor_ckpt_to_keep` at every save and hands it to the actor's
+    save as `max_ckpt_to_keep`; under medplay's `_save_checkpoint` it reads null, and the setting is back after."""
+    from verl.trainer.ppo.checkpoint_callback import build_checkpoint_callback
+
+    from medical_team.checkpoint_folder import step_dirs
+    from medical_team.reliability.step_commits import StepCommits
+
+    config = OmegaConf.merge(v1_config, {"trainer": {"default_local_dir": str(tmp_path), "max_actor_ckpt_to_keep": 2}})
+    probe = object.__new__(SelfPlayTrainer)  # verl's save reads only what is set here
+    probe.config, probe.trainer_mode, probe.use_critic = config, "sync", False
+    probe.actor_rollout_wg, probe.checkpoint_callback = _ActorWorkers(), build_checkpoint_callback(config)
+    probe.train_dataloader = SimpleNamespace(state_dict=lambda: {"epoch": 0})
+    probe._commits = StepCommits(tmp_path, keep=config.trainer.max_actor_ckpt_to_keep)
+    for step in range(1, 5):
+        probe.global_steps = step
+        probe._save_checkpoint()
+        probe._commits.commit()
+
+    assert probe.actor_rollout_wg.kept == [None] * 4 and config.trainer.max_actor_ckpt_to_keep == 2
+    assert sorted(step_dirs(tmp_path)) == [3, 4]
+    probe.global_steps = 5
+    trainer_base.PPOTrainer._save_checkpoint(probe)  # verl's own save hands the setting on
+    assert probe.actor_rollout_wg.kept[-1] == 2
+
+
+@pytest.mark.parametrize("keep", [None, 0, -1, 1, 2, 3, 2.0, "2", True])
+def test_verls_checkpoint_manager_removes_nothing_exactly_when_medplay_keeps_all(keep: object) -> None:
+    """verl's worker-side retention (`ensure_checkpoint_capacity` before a save, `register_checkpoint` after) removes
+    nothing for the values `retention.keeps_all` reads as keeping every checkpoint, and removes for the others."""
+    from verl.utils.checkpoint.checkpoint_manager import BaseCheckpointManager
+
+    from medical_team.reliability.retention import keeps_all
+
+    removed: list[str] = []
+    manager = SimpleNamespace(previous_saved_paths=[], remove_previous_save_local_path=removed.extend)
+    for step in range(1, 6):
+        BaseCheckpointManager.ensure_checkpoint_capacity(manager, keep)
+        BaseCheckpointManager.register_checkpoint(manager, f"global_step_{step}/actor", keep)
+
+    assert (removed == []) == keeps_all(keep)
+    assert keeps_all(keep) or manager.previous_saved_paths == [f"global_step_{s}/actor" for s in range(6 - keep, 6)]
 
 
 # --- the launcher's copy of main_ppo.main and the CPU patches' import hook -------------------------------

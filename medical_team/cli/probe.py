@@ -74,7 +74,7 @@ def render(report: ProbeReport) -> Table:
         ("RAM total / available", f"{_gib(facts.ram_total_gib)} / {_gib(facts.ram_available_gib)}"),
         ("attention", report.attention),
         ("profile", f"{report.profile} ({report.profile_source})"),
-        ("one checkpoint needs", _gib(report.checkpoint_gib)),
+        ("one checkpoint needs", "-" if report.checkpoint_gib is None else f"{report.checkpoint_gib:.2f} GiB"),
         ("verdict", "[green]can train[/green]" if report.ok else "[red]cannot train[/red]"),
     ]
     for name, value in rows:
@@ -219,6 +219,8 @@ def run(args: argparse.Namespace) -> int:
     from medical_team.hardware.host_facts import collect_facts, with_cache_folder
     from medical_team.hardware.probe import assess, chosen_profile
     from medical_team.hardware.profiles import hardware_profiles
+    from medical_team.launcher.disk_plan import config_checkpoint_parts
+    from medical_team.models.shape import GIB
 
     console = Console()
     if not console.is_terminal:
@@ -244,15 +246,17 @@ def run(args: argparse.Namespace) -> int:
     chosen = chosen_profile(facts, requested)
     profile = profiles.get(chosen or "")
     on_gpu = profile is not None and profile.needs_gpu and bool(facts.gpus)
-    plan, cache_setting = None, None
-    if profile is not None and (on_gpu or overrides):
-        # The settings' mistakes before any work, on a GPU or not; on a GPU, the plan of those settings.
+    plan, cache_setting, checkpoint_gib = None, None, args.checkpoint_gib
+    if profile is not None:
+        # The settings' mistakes before any work, on a GPU or not; one checkpoint of them; on a GPU, their plan.
         config, settings = checked_config(profile.name, overrides)
         cache_setting = settings.cache_dir
+        if checkpoint_gib is None:
+            checkpoint_gib = sum(config_checkpoint_parts(config).values()) / GIB
         if on_gpu:
             plan = config_plan(config, settings, args.vram_gib or facts.gpus[0].total_vram_gib)
     facts = with_cache_folder(facts, cache_dir(cache_setting))
-    report = assess(facts, requested, args.checkpoint_gib, attention, plan)
+    report = assess(facts, requested, checkpoint_gib, attention, plan)
     console.print(render(report))
     # Message lines are never wrapped: a long path must not split a sentence that logs and tests search for.
     for note in report.notes:
@@ -301,7 +305,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         help="checkpoints folder whose free disk is checked (default: $MEDPLAY_CHECKPOINTS, the image's volume; else .)",
     )
     parser.add_argument(
-        "--checkpoint-gib", type=float, help="disk one checkpoint needs (default: the profile's estimate)"
+        "--checkpoint-gib",
+        type=float,
+        help="disk one checkpoint needs (default: estimated from the composed config's policy and save_contents)",
     )
     parser.add_argument(
         "--attention",

@@ -45,7 +45,7 @@ class ProbeReport:
     facts: HostFacts
     profile: str
     profile_source: str
-    checkpoint_gib: float
+    checkpoint_gib: float | None  # one checkpoint of the profile's composed config (None: not estimated)
     refusals: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     attention: str = FLASH_ATTENTION
@@ -136,18 +136,22 @@ def gpu_stack_refusals(facts: HostFacts, profile: HardwareProfile) -> list[str]:
     ]
 
 
-def host_refusals(facts: HostFacts, profile: HardwareProfile, checkpoint_gib: float) -> list[str]:
-    """Why the host (shared memory, checkpoint disk) cannot run any training with this profile."""
+def host_refusals(facts: HostFacts, profile: HardwareProfile, checkpoint_gib: float | None) -> list[str]:
+    """Why the host (shared memory, checkpoint disk) cannot run any training with this profile.
+
+    The disk must hold one checkpoint (`checkpoint_gib`, unchecked when None), the least a run saves; `medplay train`
+    checks the whole run's saves and records at its start (launcher/disk_plan.py).
+    """
     refusals = []
     if facts.shm_total_gib is not None and facts.shm_total_gib < MIN_SHM_GIB:
         refusals.append(
             f"/dev/shm holds {facts.shm_total_gib * 1024:.0f} MiB; Ray, NCCL and vLLM need >= "
             f"{MIN_SHM_GIB:g} GiB: run the container with `--ipc=host` or `--shm-size=16g`"
         )
-    if facts.checkpoints_free_gib < checkpoint_gib:
+    if checkpoint_gib is not None and facts.checkpoints_free_gib < checkpoint_gib:
         refusals.append(
             f"{facts.checkpoints_dir} has {facts.checkpoints_free_gib:.2f} GiB free; one checkpoint of "
-            f"profile {profile.name} needs {checkpoint_gib:g} GiB: free space or mount a larger volume"
+            f"profile {profile.name} needs {checkpoint_gib:.2f} GiB: free space or mount a larger volume"
         )
     return refusals
 
@@ -166,7 +170,8 @@ def assess(
 ) -> ProbeReport:
     """Choose the profile (the requested one, or the one the VRAM fits) and list every reason it cannot run.
 
-    `plan` is the chosen profile's memory plan on this GPU: when it does not fit, each phase over the bar is a
+    `checkpoint_gib` is one checkpoint of the chosen profile's config (the caller estimates it: cli/probe.py); None
+    leaves the checkpoint disk unchecked. `plan` is the chosen profile's memory plan on this GPU: when it does not fit, each phase over the bar is a
     refusal naming the knob to change.
     """
     vram = facts.gpus[0].total_vram_gib if facts.gpus else None
@@ -180,7 +185,7 @@ def assess(
             facts,
             "none",
             "auto",
-            0.0,
+            None,
             notes=notes,
             attention=attention,
             refusals=[
@@ -191,7 +196,6 @@ def assess(
             ],
         )
     profile = hardware_profiles()[chosen]
-    size = profile.checkpoint_gib if checkpoint_gib is None else checkpoint_gib
     refusals = gpu_refusals(facts, profile, attention) if profile.needs_gpu else []
     if profile.needs_gpu and attention != FLASH_ATTENTION and not facts.flash_attn.importable:
         notes.append(
@@ -202,7 +206,7 @@ def assess(
     if facts.gpus and not profile.needs_gpu:
         notes.append("Profile cpu-smoke was requested: the GPU stays unused.")
     refusals += gpu_stack_refusals(facts, profile)
-    refusals += host_refusals(facts, profile, size)
+    refusals += host_refusals(facts, profile, checkpoint_gib)
     if facts.cache_free_gib is not None and facts.cache_free_gib < MIN_CACHE_FREE_GIB:
         notes.append(
             f"{facts.cache_dir} (the compilation caches, ${CACHE_ENV}) has {facts.cache_free_gib:.1f} GiB free, under "
@@ -216,7 +220,7 @@ def assess(
         refusals += [f"profile {chosen} does not fit this GPU: {line}" for line in plan.to_json_dict()["advice"]]
     source = "requested" if requested_profile else "auto"
     report_plan = plan.to_json_dict() if plan is not None else None
-    return ProbeReport(facts, chosen, source, size, refusals, notes, attention, report_plan)
+    return ProbeReport(facts, chosen, source, checkpoint_gib, refusals, notes, attention, report_plan)
 
 
 def plan_summary(profile: str, plan: MemoryPlan) -> str:

@@ -1,7 +1,7 @@
 """The hardware profiles (configs/profile/NAME.yaml) as the probe reads them: what each needs of the machine.
 
-Each profile file states its own needs in `medplay.hardware` (the VRAM it needs, the disk one checkpoint takes,
-the card its memory plan assumes without a GPU) over configs/medplay.yaml's (no GPU), as Hydra composes them;
+Each profile file states its own needs in `medplay.hardware` (the VRAM it needs, the card its memory plan assumes
+without a GPU; the disk a checkpoint takes is estimated from the composed config: checkpoint_size.py) over configs/medplay.yaml's (no GPU), as Hydra composes them;
 nothing here repeats them. `HardwareSettings` is also the
 schema of that section in a composed config (run/settings.py).
 """
@@ -20,7 +20,6 @@ class HardwareSettings:
     """`medplay.hardware`: what a hardware profile needs of the machine."""
 
     min_vram_gib: float = at_least(0, "a number of GiB")  # 0: no GPU (cpu-smoke)
-    checkpoint_gib: float = above(0, "a number of GiB")
     card_gib: float | None = above(0, "a number of GiB")  # None: no GPU
 
 
@@ -35,11 +34,6 @@ class HardwareProfile:
     def min_vram_gib(self) -> float:
         """The VRAM the profile needs."""
         return self.hardware.min_vram_gib
-
-    @property
-    def checkpoint_gib(self) -> float:
-        """The disk one checkpoint takes."""
-        return self.hardware.checkpoint_gib
 
     @property
     def card_gib(self) -> float:

@@ -138,6 +138,7 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
 
 def _train(composed: DictConfig, started: float, verbose: bool) -> RunPaths:
     """`train` once the run's folders are locked: plan, check the inputs, then train beside the judge."""
+    from medical_team.launcher.disk_plan import check_disk
     from medical_team.launcher.environment import apply_environment, runtime_env_vars
     from medical_team.launcher.judge_context import check_judge_context
     from medical_team.launcher.out_of_memory import out_of_memory
@@ -160,6 +161,8 @@ def _train(composed: DictConfig, started: float, verbose: bool) -> RunPaths:
             apply_environment(runtime_env_vars(config))
             prepare_model(config)
             check_model(config)
+            # The saves and records against each volume's free space, from the model now that it is here.
+            say(f"medplay: {check_disk(config)}")
             # In the policy's and the judge's own tokens: before the judge's server and Ray start.
             check_prompt_lengths(config, run.settings)
             check_judge_context(config, run.settings)

@@ -64,13 +64,18 @@ def record_run(config: DictConfig) -> None:
 
 
 def prepare_checkpoints(config: DictConfig) -> None:
-    """Point verl's tracker at the newest complete checkpoint, set aside the metrics of steps the resume replays, and
-    forget an old stop request."""
-    from medical_team.reliability.checkpoints import repair_tracker
+    """Remove step folders without weights, point verl's tracker at the newest complete checkpoint, set aside the
+    metrics of steps the resume replays, and forget an old stop request."""
+    from medical_team.reliability.checkpoints import WEIGHTLESS, repair_tracker
     from medical_team.reliability.replayed_steps import replayed_file, set_aside_replayed_steps
+    from medical_team.reliability.retention import remove_husks
     from medical_team.reliability.stop_request import clear_stop_request
 
     checkpoint_dir = Path(config.trainer.default_local_dir)
+    removed = remove_husks(checkpoint_dir)
+    if removed:
+        names = ", ".join(f"global_step_{step}" for step in removed)
+        say(f"medplay: removed {names} from {checkpoint_dir}: each {WEIGHTLESS}, so it is no checkpoint")
     if config.trainer.resume_mode == "auto":
         repair = repair_tracker(checkpoint_dir, trust_unverified=config.medplay.trust_unverified_checkpoints)
         for line in repair.messages():

@@ -4,7 +4,8 @@ Keys that verl 0.9.1's own `ppo_trainer` does not define are typos, unless liste
 `+key=value` override and any key a profile file adds, so `trainer.totl_epochs` in a profile would
 otherwise be ignored without a word. A few verl values medplay cannot run without are checked too
 (`REQUIRED`), values of another type than verl's YAML gives them (`wrong_types`: text where verl has a number),
-the numbers a run cannot start with (`POSITIVE`: a learning rate of 0 or less, an empty prompt or response) and
+the numbers a run cannot start with (`POSITIVE`: a learning rate of 0 or less, an empty prompt or response; a
+`WHOLE_OR_NULL` count that verl would silently read as unset) and
 a prompt cap that cannot hold a rewrite (`length_problems`). `medplay:` is checked by its schema,
 medical_team/run/settings.py; `check_config` runs both at once, once the installed verl is known to be the release
 medplay was written for (`check_verl_version`).
@@ -65,6 +66,10 @@ POSITIVE = {
 POSITIVE_OR_NULL = {
     "trainer.total_training_steps": "training steps",
 }
+# verl numbers that are null or a whole number (verl reads anything but an int as unset): key -> what it is.
+WHOLE_OR_NULL = {
+    "trainer.max_actor_ckpt_to_keep": "the checkpoints kept (null, 0 or below: every one)",
+}
 
 
 def _key_paths(config: DictConfig, prefix: str = "") -> Iterator[str]:
@@ -122,6 +127,10 @@ def verl_value_problems(config: DictConfig) -> list[str]:
         found = OmegaConf.select(config, key)
         if found is not None and (not _is_number(found) or not found > 0):
             problems.append(f"{key}: {_shown(found)}; {what}: null or a number above 0")
+    for key, what in WHOLE_OR_NULL.items():
+        found = OmegaConf.select(config, key)
+        if found is not None and (not isinstance(found, int) or isinstance(found, bool)):
+            problems.append(f"{key}: {_shown(found)}; {what}: null or a whole number")
     return problems
 
 

@@ -14,6 +14,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from medical_team.models.shape import ModelShape
+
 # Special tokens of Qwen's ChatML; `<|im_end|>` ends every turn and is the EOS token.
 PAD_TOKEN = "<|endoftext|>"
 IM_START = "<|im_start|>"
@@ -27,6 +29,8 @@ CHATML_TEMPLATE = (
     "{%- endfor %}"
     "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\\n' }}{%- endif %}"
 )
+
+TIE_EMBEDDINGS = True  # the output head shares the input embedding, as in Qwen3-4B
 
 _CORPUS_CSV = "MEDEC-MS-ValidationSet-with-GroundTruth-and-ErrorType.csv"
 
@@ -46,6 +50,23 @@ class TinyModelSpec:
     corpus_notes: int = 120
     seed: int = 0
     architecture: str = "qwen3"  # or "qwen2": the two model families the product targets
+
+
+def tiny_shape(spec: TinyModelSpec | None = None) -> ModelShape:
+    """The shape `build_tiny_model` gives the model (for plans made before it is built)."""
+    spec = spec or TinyModelSpec()
+    return ModelShape(
+        name="tiny-qwen3",
+        vocab=spec.vocab_size,
+        hidden=spec.hidden_size,
+        intermediate=spec.intermediate_size,
+        layers=spec.num_hidden_layers,
+        heads=spec.num_attention_heads,
+        kv_heads=spec.num_key_value_heads,
+        head_dim=spec.head_dim,
+        tie_embeddings=TIE_EMBEDDINGS,
+        source="the tiny model's spec (not built yet)",
+    )
 
 
 def _corpus(spec: TinyModelSpec) -> list[str]:
@@ -104,7 +125,7 @@ def build_tiny_model(output_dir: str | Path, spec: TinyModelSpec = TinyModelSpec
         num_key_value_heads=spec.num_key_value_heads,
         head_dim=spec.head_dim,
         max_position_embeddings=spec.max_position_embeddings,
-        tie_word_embeddings=True,
+        tie_word_embeddings=TIE_EMBEDDINGS,
         eos_token_id=eos_id,
         pad_token_id=pad_id,
         bos_token_id=None,

@@ -2,16 +2,14 @@
 
 verl writes `latest_checkpointed_iteration.txt` with a plain `open("w")` at the end of its save, so a
 kill at the wrong moment can leave it empty, and a kill during a save leaves a `global_step_N`
-folder without the files a resume needs. Two users, each writing the tracker atomically
-(`write_atomically`):
+folder without the files a resume needs. What a step folder holds is judged here (`is_complete`, `has_weights`,
+`has_manifest`, `damage`); two users write the tracker, each atomically (`write_atomically`):
 
 - the launcher, before the trainer starts: `repair_tracker` points the tracker at the newest
-  complete checkpoint (`is_complete`) that still matches its manifest (`manifest.py`), skipping torn
-  and damaged ones;
-- the trainer, around each save: `StepCommits.saving` removes the marker a checkpoint of the same step
-  left before (a resumed run saves that step again), `StepCommits.saved` points the tracker back at the
-  previous checkpoint, and `StepCommits.commit`, once the step's metrics line is on disk, fsyncs the new
-  folder, marks it complete with its manifest (`medplay_complete.json`) and moves the tracker to it.
+  complete checkpoint (`is_complete`) that still matches its manifest (`manifest.py`), skipping torn,
+  weightless and damaged ones;
+- the trainer, around each save (`step_commits.py`): the tracker moves to a step only once its metrics line is on
+  disk and `mark_complete` has written the step's marker with its manifest (`medplay_complete.json`).
 """
 
 from __future__ import annotations
@@ -22,11 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from medical_team.checkpoint_folder import TRACKER_NAME, read_tracker, step_dirs
-from medical_team.reliability.durable import fsync_directory, fsync_tree, write_atomically
+from medical_team.reliability.durable import fsync_tree, write_atomically
 from medical_team.reliability.manifest import manifest, mismatches
 
 COMPLETE_MARKER = "medplay_complete.json"  # written into global_step_N after verl's save returned
 DATALOADER_STATE = "data.pt"  # verl writes it last-but-one, after the actor shards
+ACTOR = "actor"  # the folder verl saves the policy's shards into (and its own retention removed, leaving husks)
+# Why a step folder without weights is no checkpoint (repair_tracker's warning, `medplay export`'s refusal).
+WEIGHTLESS = (
+    f"holds no weights (no file under {ACTOR}/: removed by verl's own retention under an older medplay, "
+    "or a save killed before its first file)"
+)
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +54,17 @@ def is_complete(step_dir: Path, *, named_by_tracker: bool) -> bool:
     """
     if (step_dir / COMPLETE_MARKER).is_file():
         return True
-    return named_by_tracker and (step_dir / DATALOADER_STATE).is_file() and (step_dir / "actor").is_dir()
+    return named_by_tracker and (step_dir / DATALOADER_STATE).is_file() and (step_dir / ACTOR).is_dir()
+
+
+def has_weights(step_dir: Path) -> bool:
+    """Whether a step folder holds the policy's weights: a file anywhere under its `actor/`.
+
+    A folder without (a husk) is what verl's own retention left before medplay owned retention: `data.pt` and a
+    marker listing the deleted files. It can neither be resumed from nor exported.
+    """
+    actor = step_dir / ACTOR
+    return actor.is_dir() and any(path.is_file() for path in actor.rglob("*"))
 
 
 def damage(step_dir: Path) -> list[str]:
@@ -76,6 +90,7 @@ class TrackerRepair:
     resume_step: int | None  # the step the trainer will resume from (None: from scratch)
     tracker_was: int | None
     torn_steps: list[int] = field(default_factory=list)  # incomplete checkpoints that were skipped
+    weightless: list[int] = field(default_factory=list)  # step folders without weights (husks), skipped
     damaged: dict[int, list[str]] = field(default_factory=dict)  # marked checkpoints that no longer match, skipped
     unverified: list[int] = field(default_factory=list)  # complete ones without a manifest, not trusted: skipped
     rewritten: bool = False
@@ -83,6 +98,7 @@ class TrackerRepair:
     def messages(self) -> list[str]:
         """Human-readable warnings about what was skipped or changed."""
         lines = [f"checkpoint global_step_{s} is incomplete (torn by a crash?); skipping it" for s in self.torn_steps]
+        lines += [f"checkpoint global_step_{s} {WEIGHTLESS}; skipping it" for s in self.weightless]
         lines += [
             f"checkpoint global_step_{s} does not match its manifest ({'; '.join(found)}); skipping it"
             for s, found in sorted(self.damaged.items())
@@ -110,7 +126,8 @@ def has_manifest(step_dir: Path) -> bool:
 def repair_tracker(root: Path, *, trust_unverified: bool) -> TrackerRepair:
     """Point verl's tracker at the newest complete checkpoint under `root` that matches its manifest.
 
-    Checkpoints are checked newest first, up to the first good one: torn and damaged ones are skipped with a warning.
+    Checkpoints are checked newest first, up to the first good one: weightless, torn and damaged ones are skipped
+    with a warning.
     A good one without a manifest (plain verl's, an older medplay's, or one killed between verl's save and its
     commit) is the resume point only when `trust_unverified`; otherwise it is skipped too, and listed in `unverified`
     (when nothing else is left, the tracker is not touched: the caller refuses the run).
@@ -118,7 +135,9 @@ def repair_tracker(root: Path, *, trust_unverified: bool) -> TrackerRepair:
     tracked = read_tracker(root)
     report = TrackerRepair(resume_step=None, tracker_was=tracked)
     for step, step_dir in sorted(step_dirs(root).items(), reverse=True):
-        if not is_complete(step_dir, named_by_tracker=(step == tracked)):
+        if not has_weights(step_dir):
+            report.weightless.insert(0, step)
+        elif not is_complete(step_dir, named_by_tracker=(step == tracked)):
             report.torn_steps.insert(0, step)
         elif found := damage(step_dir):
             report.damaged[step] = found
@@ -140,47 +159,3 @@ def repair_tracker(root: Path, *, trust_unverified: bool) -> TrackerRepair:
     for line in report.messages():
         log.warning(line)
     return report
-
-
-class StepCommits:
-    """Makes verl's tracker name a step only once that step's checkpoint AND its metrics line are written.
-
-    verl saves a checkpoint inside a step and logs the step's metrics afterwards, so a crash in between
-    would resume after a step whose metrics were never written. `saved` holds the tracker back at
-    the previous checkpoint; `commit`, called once the metrics are logged, marks the new checkpoint
-    complete and moves the tracker to it. A crash in between replays the step instead of losing it.
-    """
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.pending: int | None = None
-
-    def saving(self, step: int) -> None:
-        """verl is about to save `step`: a marker left in its folder by an earlier save of that step no longer holds."""
-        step_dir = self.root / f"global_step_{step}"
-        if (step_dir / COMPLETE_MARKER).is_file():  # a resume from an earlier checkpoint replays this step
-            (step_dir / COMPLETE_MARKER).unlink()
-            fsync_directory(step_dir)
-
-    def saved(self, step: int, previous: int | None) -> None:
-        """verl just saved `step` and pointed the tracker at it; point it back until the step is committed."""
-        if read_tracker(self.root) != step:  # asynchronous save: verl has not written the tracker yet
-            return
-        self.pending = step
-        if previous is not None and not (self.root / f"global_step_{previous}").is_dir():
-            # max_actor_ckpt_to_keep removed the previous checkpoint: the new one is the only one to resume from, so
-            # the tracker keeps naming it (complete by verl's rule); `commit` still marks it once the step is logged,
-            # after the trainer's LoRA export, so that the manifest lists the exported files.
-            return
-        if previous is None:
-            (self.root / TRACKER_NAME).unlink(missing_ok=True)
-        else:
-            write_atomically(self.root / TRACKER_NAME, str(previous))
-
-    def commit(self) -> None:
-        """The pending step's metrics are on disk: mark its checkpoint complete, then make it the resume point."""
-        if self.pending is None:
-            return
-        mark_complete(self.root / f"global_step_{self.pending}", self.pending)
-        write_atomically(self.root / TRACKER_NAME, str(self.pending))
-        self.pending = None

@@ -14,7 +14,14 @@ from typing import Any
 
 from medical_team.checkpoint_folder import read_tracker, step_dirs
 from medical_team.errors import UserInputError
-from medical_team.reliability.checkpoints import COMPLETE_MARKER, damage, has_manifest, is_complete
+from medical_team.reliability.checkpoints import (
+    COMPLETE_MARKER,
+    WEIGHTLESS,
+    damage,
+    has_manifest,
+    has_weights,
+    is_complete,
+)
 
 
 @dataclass(frozen=True)
@@ -38,7 +45,9 @@ class VerifiedCheckpoint:
 
 
 def step_problem(folder: Path, *, named_by_tracker: bool) -> str | None:
-    """Why a `global_step_N` folder cannot be trusted (incomplete, unverified, damaged), or None when it can."""
+    """Why a `global_step_N` folder cannot be trusted (weightless, incomplete, unverified, damaged), or None."""
+    if not has_weights(folder):
+        return WEIGHTLESS
     if not is_complete(folder, named_by_tracker=named_by_tracker):
         return f"is incomplete (no {COMPLETE_MARKER}: a save that did not finish, or one still being written)"
     if not has_manifest(folder):
@@ -65,8 +74,14 @@ def verified_checkpoint(path: Path, field: str = "--checkpoint") -> VerifiedChec
     if step is not None:  # a global_step_N folder itself
         problem = step_problem(path, named_by_tracker=read_tracker(path.parent) == step)
         if problem:
+            others = [name for name in trustworthy(path.parent) if name != path.name]
+            instead = (
+                f"; the checkpoints of {path.parent} that can be exported: {', '.join(others)}"
+                if others
+                else f"; no other checkpoint of {path.parent} can be exported"
+            )
             raise UserInputError(
-                f"checkpoint {path.name} {problem}; refusing to export it", file=str(path), field=field
+                f"checkpoint {path.name} {problem}; refusing to export it{instead}", file=str(path), field=field
             )
         return VerifiedCheckpoint(step, path, _manifest_files(path))
     steps = step_dirs(path)
@@ -82,6 +97,16 @@ def verified_checkpoint(path: Path, field: str = "--checkpoint") -> VerifiedChec
             return VerifiedCheckpoint(step, folder, _manifest_files(folder), tuple(skipped))
         skipped.append(f"{folder.name} {problem}")
     raise UserInputError(f"no checkpoint here can be exported: {'; '.join(skipped)}", file=str(path), field=field)
+
+
+def trustworthy(root: Path) -> list[str]:
+    """The names of the step folders under `root` that pass every check (`step_problem`), newest first."""
+    tracked = read_tracker(root)
+    return [
+        folder.name
+        for step, folder in sorted(step_dirs(root).items(), reverse=True)
+        if step_problem(folder, named_by_tracker=step == tracked) is None
+    ]
 
 
 def _manifest_files(folder: Path) -> dict[str, dict[str, Any]]:

@@ -34,6 +34,8 @@ and the game metrics read the games with them.
 
 A LoRA actor's checkpoint is split into its PEFT adapter and a merged Hugging Face model after verl's
 save (`medical_team.task_runner.lora_export`), before the checkpoint can become the resume point.
+`trainer.max_actor_ckpt_to_keep` is medplay's to apply, once a step is committed (`medical_team.reliability.retention`):
+verl's save sees it null, so verl's worker deletes nothing (`verl_retention_off`).
 
 A validation on the benchmark (`data.val_files` = `benchmark.parquet`) writes each note's response to
 `<medplay.validation_dir>/step_<N>/` for `medplay eval --responses` to score
@@ -48,10 +50,12 @@ import dataclasses
 import logging
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from transfer_queue import KVBatchMeta
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
@@ -65,8 +69,8 @@ from medical_team.game.monitors import collapse_monitors
 from medical_team.game.step_terms import with_step_terms
 from medical_team.judge.gold_probe import GoldFloor
 from medical_team.judge.outage import JudgeUnavailableError
-from medical_team.reliability.checkpoints import StepCommits
 from medical_team.reliability.guards import NonFiniteGuard
+from medical_team.reliability.step_commits import StepCommits
 from medical_team.run.benchmark_validation import benchmark_file, decoding_of
 from medical_team.run.failures import NO_TRAJECTORIES, AllTiesError, ResourceFloorError, all_ties_message
 from medical_team.run.learning_probe import probe_metrics
@@ -84,6 +88,7 @@ from medical_team.task_runner.tracking_config import use_redacting_tracking
 from medical_team.vocab import Role
 
 TRAINER_NAME = "medplay_sync"
+KEEP_KEY = "max_actor_ckpt_to_keep"  # of `trainer:`; verl's `_save_checkpoint` reads it at every save
 
 
 def in_row_order(batch: KVBatchMeta) -> KVBatchMeta:
@@ -111,6 +116,23 @@ def sample_metrics(batch: KVBatchMeta) -> dict[str, float]:
         role_of_key(key) for key, tag in zip(batch.keys, batch.tags, strict=True) if not tag.get("is_padding", False)
     )
     return {f"samples/{role.value}": float(counts[role]) for role in Role}
+
+
+@contextmanager
+def verl_retention_off(trainer_config: DictConfig) -> Iterator[None]:
+    """`trainer.max_actor_ckpt_to_keep` null while verl saves, so that its worker removes no `actor/` folder.
+
+    verl's worker deletes old `actor/` folders inside the save, before the new step is committed, and leaves the
+    rest of each step folder behind; medplay removes whole folders after the commit instead (StepCommits).
+    """
+    keep = trainer_config.get(KEEP_KEY)
+    with read_write(trainer_config), open_dict(trainer_config):
+        trainer_config[KEEP_KEY] = None
+    try:
+        yield
+    finally:
+        with read_write(trainer_config), open_dict(trainer_config):
+            trainer_config[KEEP_KEY] = keep
 
 
 @register_trainer(TRAINER_NAME)
@@ -296,7 +318,8 @@ class SelfPlayTrainer(PPOTrainerSync):
     def on_train_begin(self) -> None:
         """verl's hook, then commit each saved checkpoint only after its step's metrics are logged."""
         super().on_train_begin()
-        self._commits = StepCommits(Path(self.config.trainer.default_local_dir))
+        trainer_config = self.config.trainer
+        self._commits = StepCommits(Path(trainer_config.default_local_dir), keep=trainer_config.get(KEEP_KEY))
         log_metrics = self.logger.log
 
         def log_then_commit(data: dict[str, Any], step: int, backend: Any = None) -> None:
@@ -310,15 +333,16 @@ class SelfPlayTrainer(PPOTrainerSync):
         self.logger.log = log_then_commit
 
     def _save_checkpoint(self) -> None:
-        """verl's save, the tracker held back (StepCommits), then a LoRA actor's export (adapter and merged model).
+        """verl's save without verl's retention, the tracker held back (StepCommits), then a LoRA actor's export.
 
         The marker an earlier save of this step left goes first (a resumed run saves that step again); the tracker
-        moves to this step once the step's metrics are on disk (StepCommits).
+        moves to this step once the step's metrics are on disk, and old checkpoints go only then (StepCommits).
         """
         root = Path(self.config.trainer.default_local_dir)
         previous = read_tracker(root)
         self._commits.saving(self.global_steps)
-        super()._save_checkpoint()
+        with verl_retention_off(self.config.trainer):
+            super()._save_checkpoint()
         self._saved_step = self.global_steps
         self._commits.saved(self.global_steps, previous)  # first: a crash in the export resumes from `previous`
         export_lora(root / f"global_step_{self.global_steps}" / "actor", self.config.actor_rollout_ref.model.path)

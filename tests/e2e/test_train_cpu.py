@@ -4,7 +4,8 @@
 
 One module-wide run converts the bundled MEDEC data and starts a 2-step training that is killed with
 SIGKILL (the whole process tree, as when a container dies) once step 1's checkpoint is complete, while step 2
-runs; a second run with `trainer.resume_mode=auto` continues from the saved step and ends step 2.
+runs; a second run with `trainer.resume_mode=auto` continues from the saved step and ends step 2, keeping one
+checkpoint (`trainer.max_actor_ckpt_to_keep=1`): the killed run's step 1 goes once step 2 is committed.
 """
 
 from __future__ import annotations
@@ -25,17 +26,20 @@ from omegaconf import OmegaConf
 from safetensors.torch import load_file
 from spec_names import ADVERSARIAL, GAME_MD_METRICS, MONITOR_METRICS, MONITOR_PLOT_LABELS
 
-from medical_team.checkpoint_folder import read_tracker
+from medical_team.checkpoint_folder import read_tracker, step_dirs
 from medical_team.cli import main
 from medical_team.game.game_records import games_folder, read_game_records
+from medical_team.launcher.compose import compose_config
+from medical_team.launcher.disk_plan import config_checkpoint_parts
 from medical_team.launcher.shm_cleanup import remove_orphaned_segments, shm_segments
-from medical_team.reliability.checkpoints import COMPLETE_MARKER
+from medical_team.reliability.checkpoints import COMPLETE_MARKER, damage
 
 pytestmark = pytest.mark.e2e
 
 KILLED_RUN_STEPS = 2  # asked for, never finished: SIGKILL arrives once step KILL_AFTER_SAVE_OF is saved
 KILL_AFTER_SAVE_OF = 1
 FINAL_STEPS = 2
+KEPT = 1  # the resumed run's trainer.max_actor_ckpt_to_keep
 CONSOLE_LINE_LIMIT = 60  # the console shows stages, progress and the summary; the rest goes to the run's log
 # An API key passed as an override, as a user would for a tracker: the run gets it, nothing it writes shows it.
 SECRET = "sk-test-4f1d9c2b7a"
@@ -105,7 +109,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     root = tmp_path_factory.mktemp("cpu-smoke")
     convert(root / "data")
     killed = train_and_kill(root, KILLED_RUN_STEPS, after_save_of=KILL_AFTER_SAVE_OF)
-    resumed = train(root, FINAL_STEPS, "trainer.resume_mode=auto", SECRET_OVERRIDE)
+    resumed = train(
+        root, FINAL_STEPS, "trainer.resume_mode=auto", f"trainer.max_actor_ckpt_to_keep={KEPT}", SECRET_OVERRIDE
+    )
     return Runs(root, killed, resumed.stdout, resumed.stderr, full_log(resumed.stdout))
 
 
@@ -119,6 +125,21 @@ def test_checkpoint_folder_and_tracker_exist(run_root: Path) -> None:
     checkpoints = run_root / "checkpoints"
     assert (checkpoints / "latest_checkpointed_iteration.txt").read_text().strip() == str(FINAL_STEPS)
     assert (checkpoints / f"global_step_{FINAL_STEPS}" / "actor" / "huggingface" / "model.safetensors").is_file()
+
+
+def test_only_the_kept_checkpoint_remains_whole(run_root: Path) -> None:
+    checkpoints = run_root / "checkpoints"
+    assert sorted(step_dirs(checkpoints)) == [FINAL_STEPS]  # step 1, saved by the killed run, removed
+    kept = checkpoints / f"global_step_{FINAL_STEPS}"
+    assert (kept / COMPLETE_MARKER).is_file() and damage(kept) == []  # every file its manifest lists is there
+
+
+def test_the_kept_checkpoint_is_the_size_the_disk_plan_estimates(run_root: Path) -> None:
+    config = compose_config(["profile=cpu-smoke", f"medplay.output_dir={run_root}"])
+    estimate = sum(config_checkpoint_parts(config).values())
+    kept = run_root / "checkpoints" / f"global_step_{FINAL_STEPS}"
+    real = sum(path.stat().st_size for path in kept.rglob("*") if path.is_file())
+    assert real <= estimate <= 1.05 * real, (real, estimate)  # 2,362,633 and 2,431,670 bytes when measured
 
 
 def test_policy_weights_in_checkpoint_differ_from_initial(run_root: Path) -> None:

@@ -140,6 +140,34 @@ def test_an_unverified_step_is_refused(run: Path, tmp_path: Path, capsys, damage
     assert reason in err and "field '--checkpoint'" in err and not output.exists()
 
 
+def test_a_step_without_weights_is_refused_naming_the_checkpoints_that_can_be(
+    run: Path, tmp_path: Path, capsys, tiny_model_dir: Path
+):
+    copy = copy_run(run, tmp_path)
+    checkpoints = copy / "checkpoints"
+    for step in (1, 2):  # what verl's own retention left under an older medplay: data.pt and the marker
+        shutil.rmtree(checkpoints / f"global_step_{step}/actor")
+        save_step(checkpoints, step + 2, tiny_model_dir)
+    output = tmp_path / "export"
+    husk = checkpoints / "global_step_2"
+    assert main(["export", "--checkpoint", str(husk), "--output", str(output)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"medplay export: error: {husk}: field '--checkpoint': checkpoint global_step_2 holds no ")
+    assert err.endswith(f"refusing to export it; the checkpoints of {checkpoints} that can be exported: "
+                        "global_step_4, global_step_3")  # fmt: skip
+    assert not output.exists()
+
+
+def test_a_root_skips_steps_without_weights_for_the_newest_real_one(run: Path, tmp_path: Path, capsys):
+    copy = copy_run(run, tmp_path)
+    shutil.rmtree(copy / "checkpoints/global_step_2/actor")
+    output = tmp_path / "export"
+    assert main(["export", "--checkpoint", str(copy / "checkpoints"), "--output", str(output)]) == 0
+    out = capsys.readouterr().out
+    assert "skipped global_step_2 holds no weights (no file under actor/" in out
+    assert json.loads((output / "medplay_export.json").read_text())["step"] == 1
+
+
 def test_no_verified_step_under_a_root_names_each_reason(run: Path, tmp_path: Path, capsys):
     copy = copy_run(run, tmp_path)
     for step in (1, 2):

@@ -18,12 +18,12 @@ import pytest
 from medical_team.checkpoint_folder import TRACKER_NAME, read_tracker
 from medical_team.reliability.checkpoints import (
     COMPLETE_MARKER,
-    StepCommits,
     mark_complete,
     repair_tracker,
     write_atomically,
 )
 from medical_team.reliability.manifest import SAMPLE_BYTES, WHOLE_FILE_LIMIT, digest
+from medical_team.reliability.step_commits import StepCommits
 
 
 def _verl_save(root: Path, step: int, *, finished: bool = True, marked: bool = True) -> Path:
@@ -250,21 +250,6 @@ def test_step_commit_holds_the_tracker_until_the_metrics_are_logged(tmp_path: Pa
     assert read_tracker(tmp_path) == 2
     commits.commit()  # nothing pending: no change
     assert read_tracker(tmp_path) == 2
-
-
-def test_step_commit_keeps_a_checkpoint_whose_predecessor_was_rotated_away(tmp_path: Path) -> None:
-    commits = StepCommits(tmp_path)
-    _verl_save(tmp_path, 3, marked=False)  # global_step_2 already deleted by max_actor_ckpt_to_keep=1
-    commits.saved(3, previous=2)
-    # killed here, the only checkpoint has no manifest yet: a rerun is refused unless it trusts it
-    assert read_tracker(tmp_path) == 3 and repair_tracker(tmp_path, trust_unverified=False).unverified == [3]
-    assert repair_tracker(tmp_path, trust_unverified=True).resume_step == 3
-    (tmp_path / "global_step_3" / "actor" / "lora_adapter").mkdir()  # the trainer's LoRA export, after the save
-    (tmp_path / "global_step_3" / "actor" / "lora_adapter" / "adapter_config.json").write_text("{}")
-    commits.commit()
-    marker = json.loads((tmp_path / "global_step_3" / COMPLETE_MARKER).read_text())
-    assert "actor/lora_adapter/adapter_config.json" in marker["files"]
-    assert repair_tracker(tmp_path, trust_unverified=False).resume_step == 3
 
 
 def test_step_commit_ignores_an_asynchronous_save(tmp_path: Path) -> None:

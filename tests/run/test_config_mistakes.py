@@ -68,6 +68,9 @@ BAD_CONFIGS = [
     ("data.max_response_length=abc", "data.max_response_length: abc; the response's length cap in tokens must be"),
     ("actor_rollout_ref.rollout.n=0", "actor_rollout_ref.rollout.n: 0; games per seed row must be a number above 0"),
     ("trainer.total_training_steps=abc", "trainer.total_training_steps: abc; training steps: null or a number above 0"),
+    # verl reads anything but an int as "keep every checkpoint"
+    ("trainer.max_actor_ckpt_to_keep=2.0", "trainer.max_actor_ckpt_to_keep: 2.0; the checkpoints kept (null, 0 or below"),
+    ("trainer.max_actor_ckpt_to_keep=two", "trainer.max_actor_ckpt_to_keep: two; the checkpoints kept"),
     # verl's part: values of another type than verl's YAML gives them
     ("actor_rollout_ref.rollout.temperature=hot", "actor_rollout_ref.rollout.temperature: hot; verl expects a number"),
     ("trainer.val_before_train=1", "trainer.val_before_train: 1; verl expects true or false"),
