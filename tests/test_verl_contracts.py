@@ -51,7 +51,7 @@ from medical_team.run.failures import NO_TRAJECTORIES
 from medical_team.run.roles import role_of_key, role_uid, row_key
 from medical_team.task_runner import agent_loop_manager, trainer
 from medical_team.task_runner.agent_loop_manager import SelfPlayAgentLoopManager
-from medical_team.task_runner.trainer import TRAINER_NAME, SelfPlayTrainer, sample_metrics
+from medical_team.task_runner.trainer import TRAINER_NAME, SelfPlayTrainer, sample_metrics, verl_view
 from medical_team.vocab import ASSESSOR_AGENT, Role
 
 
@@ -521,7 +521,8 @@ def test_verl_deletes_nothing_when_medplay_saves_and_medplay_retains_after_the_c
     v1_config: DictConfig, tmp_path: Path
 ) -> None:
     """verl's `_save_checkpoint` reads `trainer.max_actor_ckpt_to_keep` at every save and hands it to the actor's
-    save as `max_ckpt_to_keep`; under medplay's `_save_checkpoint` it reads null, and the setting is back after."""
+    save as `max_ckpt_to_keep`; on the trainer's `verl_view` of the config it reads null, and medplay keeps the
+    setting to apply once each step is committed."""
     from verl.trainer.ppo.checkpoint_callback import build_checkpoint_callback
 
     from medical_team.checkpoint_folder import step_dirs
@@ -529,8 +530,8 @@ def test_verl_deletes_nothing_when_medplay_saves_and_medplay_retains_after_the_c
 
     config = OmegaConf.merge(v1_config, {"trainer": {"default_local_dir": str(tmp_path), "max_actor_ckpt_to_keep": 2}})
     probe = object.__new__(SelfPlayTrainer)  # verl's save reads only what is set here
-    probe.config, probe.trainer_mode, probe.use_critic = config, "sync", False
-    probe.actor_rollout_wg, probe.checkpoint_callback = _ActorWorkers(), build_checkpoint_callback(config)
+    probe.config, probe.trainer_mode, probe.use_critic = verl_view(config), "sync", False
+    probe.actor_rollout_wg, probe.checkpoint_callback = _ActorWorkers(), build_checkpoint_callback(probe.config)
     probe.train_dataloader = SimpleNamespace(state_dict=lambda: {"epoch": 0})
     probe._commits = StepCommits(tmp_path, keep=config.trainer.max_actor_ckpt_to_keep)
     for step in range(1, 5):
@@ -540,7 +541,7 @@ def test_verl_deletes_nothing_when_medplay_saves_and_medplay_retains_after_the_c
 
     assert probe.actor_rollout_wg.kept == [None] * 4 and config.trainer.max_actor_ckpt_to_keep == 2
     assert sorted(step_dirs(tmp_path)) == [3, 4]
-    probe.global_steps = 5
+    probe.global_steps, probe.config = 5, config
     trainer_base.PPOTrainer._save_checkpoint(probe)  # verl's own save hands the setting on
     assert probe.actor_rollout_wg.kept[-1] == 2
 

@@ -22,7 +22,9 @@ from medical_team.checkpoint_folder import step_dirs
 from medical_team.errors import UserInputError
 from medical_team.hardware.checkpoint_size import MIB, checkpoint_parts, side_files_bytes
 from medical_team.hardware.plan_inputs import plan_inputs
+from medical_team.models.shape import GIB
 from medical_team.reliability.checkpoints import has_weights
+from medical_team.reliability.resource_watch import DISK_FLOOR_KEY
 from medical_team.reliability.retention import is_finished, keeps_all
 
 # Records a step adds beside its game records, bounds over what 400 cpu-smoke steps wrote (16.8 MiB in all): the
@@ -228,3 +230,10 @@ def check_disk(config: DictConfig) -> str:
             )
         lines.append(f"{shown(total)} of {shown(free)} free in {folder}")
     return f"disk: the saves and records need {'; '.join(lines)} (one checkpoint ~{shown(plan.checkpoint_bytes)})"
+
+
+def disk_floor(config: DictConfig, floor_gib: float | None) -> dict[str, float]:
+    """`medplay.resources.disk_floor_gib` when it is null: one checkpoint as estimated, the stop's own save."""
+    if floor_gib is not None:
+        return {}
+    return {DISK_FLOOR_KEY: round(sum(config_checkpoint_parts(config).values()) / GIB, 3)}

@@ -98,6 +98,7 @@ def derive_run_plan(
     those shares to this GPU: each derivation reads the composed config, none another's result.
     """
     from medical_team.launcher.card_emulation import card_emulation, card_total_gib
+    from medical_team.launcher.disk_plan import disk_floor
     from medical_team.launcher.kv_caches import kv_cache_sizes
     from medical_team.launcher.served_judge_plan import served_judge_address
 
@@ -114,6 +115,7 @@ def derive_run_plan(
         if line is not None:
             lines.append(line)
     changes.update(served_judge_address(settings.judge))
+    changes.update(disk_floor(config, settings.resources.disk_floor_gib))
     if compile_cache is not None:
         changes[f"{RAY_INIT}.runtime_env.env_vars.{COMPILE_CACHE_ENV}"] = compile_cache.environment()[COMPILE_CACHE_ENV]
         lines.append(compile_cache.line)

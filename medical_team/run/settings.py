@@ -98,7 +98,7 @@ class ResourceSettings:
         f"0 (no floor) or a share of host memory above {1 - RAY_KILL_USED_FRACTION:.2f} (below it Ray's memory "
         "monitor kills a worker first) and at most 1",
     )
-    disk_floor_gib: float = at_least(0, "a number of GiB")  # 0: no floor
+    disk_floor_gib: float | None = at_least(0, "a number of GiB")  # 0: no floor; None: one checkpoint (the run plan)
     trend_steps: int = at_least(2)
 
 

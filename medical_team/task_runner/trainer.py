@@ -35,7 +35,7 @@ and the game metrics read the games with them.
 A LoRA actor's checkpoint is split into its PEFT adapter and a merged Hugging Face model after verl's
 save (`medical_team.task_runner.lora_export`), before the checkpoint can become the resume point.
 `trainer.max_actor_ckpt_to_keep` is medplay's to apply, once a step is committed (`medical_team.reliability.retention`):
-verl's save sees it null, so verl's worker deletes nothing (`verl_retention_off`).
+verl's save sees it null, so verl's worker deletes nothing (`verl_view`).
 
 A validation on the benchmark (`data.val_files` = `benchmark.parquet`) writes each note's response to
 `<medplay.validation_dir>/step_<N>/` for `medplay eval --responses` to score
@@ -50,12 +50,10 @@ import dataclasses
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+from omegaconf import DictConfig, OmegaConf
 from transfer_queue import KVBatchMeta
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
@@ -118,21 +116,16 @@ def sample_metrics(batch: KVBatchMeta) -> dict[str, float]:
     return {f"samples/{role.value}": float(counts[role]) for role in Role}
 
 
-@contextmanager
-def verl_retention_off(trainer_config: DictConfig) -> Iterator[None]:
-    """`trainer.max_actor_ckpt_to_keep` null while verl saves, so that its worker removes no `actor/` folder.
+def verl_view(config: DictConfig) -> DictConfig:
+    """The copy of the bound config verl's trainer reads: the mode it runs, and no retention of its own.
 
-    verl's worker deletes old `actor/` folders inside the save, before the new step is committed, and leaves the
-    rest of each step folder behind; medplay removes whole folders after the commit instead (StepCommits).
+    verl switches replay buffer, refill and resume behaviour on the literal mode "sync" and reads `trainer.v1.<mode>`
+    for that mode's settings, so its copy says "sync". verl's worker deletes old `actor/` folders inside the save,
+    before the new step is committed, and leaves the rest of each step folder behind; medplay removes whole folders
+    after the commit instead (StepCommits), so its copy's `trainer.max_actor_ckpt_to_keep` is null. The config handed
+    in stays as it was bound.
     """
-    keep = trainer_config.get(KEEP_KEY)
-    with read_write(trainer_config), open_dict(trainer_config):
-        trainer_config[KEEP_KEY] = None
-    try:
-        yield
-    finally:
-        with read_write(trainer_config), open_dict(trainer_config):
-            trainer_config[KEEP_KEY] = keep
+    return OmegaConf.merge(config, {"trainer": {"v1": {"trainer_mode": "sync"}, KEEP_KEY: None}})
 
 
 @register_trainer(TRAINER_NAME)
@@ -140,13 +133,9 @@ class SelfPlayTrainer(PPOTrainerSync):
     """PPOTrainerSync that adds the game metrics to every step's metrics."""
 
     def __init__(self, config: Any) -> None:
-        """verl's sync trainer; `trainer.v1.trainer_mode` named this class, verl's code needs the mode it runs: sync.
-
-        verl switches replay buffer, refill and resume behaviour on the literal mode "sync" and reads
-        `trainer.v1.<mode>` for that mode's settings, so verl's trainer gets a copy of the config that says
-        "sync" (the config handed in is left as it was bound).
-        """
-        config = OmegaConf.merge(config, {"trainer": {"v1": {"trainer_mode": "sync"}}})
+        """verl's sync trainer on `verl_view(config)`; medplay keeps `trainer.max_actor_ckpt_to_keep` to apply itself."""
+        self._keep = config.trainer.get(KEEP_KEY)  # applied to whole step folders once a step is committed
+        config = verl_view(config)
         super().__init__(config)
         self.settings = settings_from_trainer_config(config)
         # the learning probe replaces the game's rewards, step-level terms included
@@ -318,8 +307,7 @@ class SelfPlayTrainer(PPOTrainerSync):
     def on_train_begin(self) -> None:
         """verl's hook, then commit each saved checkpoint only after its step's metrics are logged."""
         super().on_train_begin()
-        trainer_config = self.config.trainer
-        self._commits = StepCommits(Path(trainer_config.default_local_dir), keep=trainer_config.get(KEEP_KEY))
+        self._commits = StepCommits(Path(self.config.trainer.default_local_dir), keep=self._keep)
         log_metrics = self.logger.log
 
         def log_then_commit(data: dict[str, Any], step: int, backend: Any = None) -> None:
@@ -341,8 +329,7 @@ class SelfPlayTrainer(PPOTrainerSync):
         root = Path(self.config.trainer.default_local_dir)
         previous = read_tracker(root)
         self._commits.saving(self.global_steps)
-        with verl_retention_off(self.config.trainer):
-            super()._save_checkpoint()
+        super()._save_checkpoint()
         self._saved_step = self.global_steps
         self._commits.saved(self.global_steps, previous)  # first: a crash in the export resumes from `previous`
         export_lora(root / f"global_step_{self.global_steps}" / "actor", self.config.actor_rollout_ref.model.path)

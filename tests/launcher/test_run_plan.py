@@ -98,3 +98,14 @@ def test_a_cpu_run_is_planned_as_one_and_sizes_no_kv_cache() -> None:
     assert plan.on_cpu and not [key for key in plan.changes if key.endswith("kv_cache_memory_bytes")]
     gpu = compose_config(["profile=80g", "medplay.judge.backend=rules"])
     assert not derive_run_plan(gpu, settings_from_trainer_config(gpu), total_gib=79.2).on_cpu
+
+
+def test_the_disk_floor_is_one_estimated_checkpoint_unless_given(tmp_path: Path) -> None:
+    from medical_team.launcher.disk_plan import config_checkpoint_parts
+    from medical_team.models.shape import GIB
+
+    planned = plan_run([f"medplay.output_dir={tmp_path}"])
+    one = round(sum(config_checkpoint_parts(planned.config).values()) / GIB, 3)
+    assert planned.config.medplay.resources.disk_floor_gib == one > 0
+    given = plan_run([f"medplay.output_dir={tmp_path}", "medplay.resources.disk_floor_gib=2.5"])
+    assert given.config.medplay.resources.disk_floor_gib == 2.5

@@ -89,7 +89,7 @@ def test_learning_probe_is_off_unless_asked_and_checked(section) -> None:
 def test_resource_floors_default_to_a_tenth_of_memory_and_one_checkpoint_and_are_checked(section) -> None:
     settings = selfplay_settings(section())
     assert settings.resources.host_memory_floor == 0.1 and settings.resources.trend_steps == 20
-    assert settings.resources.disk_floor_gib == settings.hardware.checkpoint_gib  # one checkpoint, as sized
+    assert settings.resources.disk_floor_gib is None  # one checkpoint, as the run plan estimates it
     for floor in (0, 0.06, 1):
         assert selfplay_settings(section(resources={"host_memory_floor": floor, "disk_floor_gib": 0, "trend_steps": 2}))
     with pytest.raises(UserInputError) as caught:
