@@ -1,8 +1,9 @@
-"""A checkpoint a reader outside training may trust: complete, with a manifest of its files, and matching it.
+"""A checkpoint a reader outside training may trust: with weights, complete, with a manifest of its files, matching it.
 
-`medplay export` reads a checkpoint through `verified_checkpoint`; the checks are the resume's own (`checkpoints.py`:
-`is_complete`, `has_manifest`, `damage`), applied without touching the folder (no tracker rewrite), and a checkpoint
-without a manifest is never trusted here (its files were not recorded when written).
+`medplay export` reads a checkpoint through `verified_checkpoint`; the checks are the resume's own
+(`checkpoints.py`: `has_weights`, `is_complete`, `has_manifest`, `damage`), applied without touching the folder (no
+tracker rewrite), and a checkpoint without a manifest is never trusted here (its files were not recorded when
+written). A step folder that fails is refused naming the checkpoints of its root that pass (`trustworthy`).
 """
 
 from __future__ import annotations
