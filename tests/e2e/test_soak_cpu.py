@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cpu_smoke import train_timeout_s
+from cpu_smoke import MEMORY_FLOOR, train_timeout_s
 
 from medical_team.checkpoint_folder import step_dirs
 from medical_team.reliability.checkpoints import damage, has_manifest
@@ -36,6 +36,7 @@ def soak(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
         sys.executable, str(SOAK), "--steps", str(STEPS), "--kills", "1", "--seed", "7",
         "--save-freq", str(SAVE_FREQ), "--keep", str(KEEP), "--warmup-steps", "25",
         "--work", str(work), "--report", str(report),
+        "--override", f"{MEMORY_FLOOR}=0",  # off, as in every e2e run but the floors' own (tests/cpu_smoke.py)
     ]  # fmt: skip
     result = subprocess.run(command, check=False, capture_output=True, text=True, timeout=2 * train_timeout_s(STEPS))
     assert result.returncode == 0, f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
