@@ -210,7 +210,7 @@ def page(document: dict[str, Any], folder_name: str, pictures: list[str]) -> str
     """The Markdown page of one soak."""
     figures, settings = document["figures"], document["settings"]
     lines = [
-        "# Soak on CPU: a thousand steps, killed and resumed, every process watched",
+        f"# Soak on CPU: {settings['steps']} steps, killed {settings['kills']} times and resumed, every process watched",
         "",
         (
             f"Written by `scripts/soak.py` (`make soak`) on {document['date']}, commit `{document['commit']}`, machine "
