@@ -337,7 +337,7 @@ def run_figures(metrics: Path) -> dict[str, Any]:
             {
                 key: value
                 for key, value in data.items()
-                if "memory" in key or "mfu" in key or key.startswith("resources/")
+                if "memory" in key or "mfu/" in key or key.startswith("resources/")
             }
         )
         per_step.append({"step": step, **kept})

@@ -78,7 +78,7 @@ def test_cpu_fit_trains_judged_by_the_served_model_and_reports_its_stages(tmp_pa
     # each step's resources beside verl's memory figures, and every part of the run sampled while it ran
     assert all(step["resources/run_rss_mib"] > 0 for step in run["figures"]["per_step"])
     parts = {row["part"] for row in csv.DictReader((out / "processes.csv").open()) if row["run"] == "fit"}
-    assert {"launcher", "ray_raylet", "task_runner", "fsdp_worker", "vllm_engine_core"} <= parts, parts
+    assert {"launcher", "ray_raylet", "task_runner", "fsdp_worker", "vllm_engine_core", "judge_server"} <= parts, parts
     # Every startup stage reached the console with its seconds, the judge's server among them.
     assert set(run["startup_stages_s"]) >= {
         "Ray", "judge server", "trainer process", "data loaders", "actor and reference engines", "rollout server"
