@@ -30,6 +30,7 @@ class OpenAIChatCompleter:
         self.name = f"{self.base_url} (model {model})"
         self.model = model
         self.max_tokens = max_tokens
+        self.timeout_s = timeout_s  # also how long an overloaded endpoint (429) is waited for
         self.concurrency = concurrency
         self.retry = retry or RetryPolicy()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -44,7 +45,7 @@ class OpenAIChatCompleter:
 
     def _complete_one(self, messages: list[Message]) -> Completion:
         try:
-            for attempt in self.retry.retrying():
+            for attempt in self.retry.retrying(overload_s=self.timeout_s):
                 with attempt:
                     return self._post(messages)
         except Exception as error:  # noqa: BLE001 - any failure of one call becomes a tie, never a crash
