@@ -5,7 +5,7 @@ The server judges with the `openai` backend over a scripted model on loopback, s
 (the access and body-limit middleware, the route, the scorer, the model judge and its OpenAI client). The model
 echoes each rewrite's game tag as the error sentence (tests/judge_load.py), and during a burst it holds its answers
 until the client has been refused MAX_CONCURRENT times: the server is full while it holds, so the 429s are certain,
-not a matter of timing. The speed of all this is a benchmark's, not this test's.
+not a matter of timing. The speed of all this is the benchmark's (scripts/bench_judge_server.py), not this test's.
 """
 
 from __future__ import annotations
