@@ -73,8 +73,41 @@ def drive(
             "calls_per_s": round(len(latencies) / seconds, 1), "latency_ms": latency_ms(latencies)}  # fmt: skip
 
 
+def sweep(
+    client: HttpJudge,
+    server_pid: int,
+    in_flights: Sequence[int],
+    calls: int,
+    first: int,
+    make_call: MakeCall,
+    check: Check,
+    sample_s: float,
+    progress: Progress | None = None,
+) -> list[dict[str, Any]]:
+    """`calls` calls at each number in flight, numbered on from `first`: calls/s, latency, the 429s the client retried
+    and the server's peak RSS at each (`progress` counts the calls for an outer sampler)."""
+    points = []
+    for in_flight in in_flights:
+        before = client.stats.overloaded
+        with RssSampler(server_pid, Progress(), sample_s) as sampler:
+            point = drive(client, range(first, first + calls), in_flight, make_call, check, progress)
+        point["429_retried"] = client.stats.overloaded - before
+        point["peak_rss_mib"] = max(rss for _, _, rss in sampler.samples)
+        points.append(point)
+        first += calls
+        say(f"{in_flight} in flight: {point['calls_per_s']} calls/s, p50 {point['latency_ms']['p50']} ms, "
+            f"p99 {point['latency_ms']['p99']} ms")  # fmt: skip
+    return points
+
+
 def bursts(
-    client: HttpJudge, count: int, size: int, make_call: MakeCall, check: Check, first: int = 0
+    client: HttpJudge,
+    count: int,
+    size: int,
+    make_call: MakeCall,
+    check: Check,
+    first: int = 0,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """`count` bursts of `size` calls, each burst's calls released together (a barrier), the next once all are back."""
     barrier = threading.Barrier(size)
@@ -89,6 +122,8 @@ def bursts(
         verdicts = client.judge(requests)
         latencies.append(time.perf_counter() - start)
         check(number, verdicts)
+        if progress is not None:
+            progress.add()
 
     with ThreadPoolExecutor(size) as pool:
         for _ in range(count):

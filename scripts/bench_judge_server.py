@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench_judge_drive import SLOPE_CALLS, Progress, RssSampler, bursts, drive, say
+from bench_judge_drive import SLOPE_CALLS, Progress, RssSampler, bursts, drive, say, sweep
 from bench_result import machine, write_result
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,8 +58,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--burst-cap", type=int, default=8, help="the bursts' server's --max-concurrent")
     parser.add_argument("--bursts", type=int, default=100, help="bursts of twice --burst-cap calls")
     parser.add_argument("--model-sweep", type=_ints, default=[1, 4, 16], help="model: calls in flight")
-    parser.add_argument("--model-calls", type=int, default=60, help="model: calls at each point of its sweep")
-    parser.add_argument("--model-bursts", type=int, default=10, help="model: bursts of twice --burst-cap calls")
+    parser.add_argument("--model-calls", type=int, default=30, help="model: calls at each point of its sweep")
+    parser.add_argument("--model-bursts", type=int, default=4, help="model: bursts of twice --burst-cap calls")
     parser.add_argument("--model-tokens", type=int, default=16, help="model: tokens a verdict may take")
     return parser.parse_args(argv)
 
@@ -83,14 +83,8 @@ def rules_phases(args: argparse.Namespace, logs: Path) -> dict[str, Any]:
             soak = drive(client, range(args.calls), args.in_flight, one_game, check, progress)
         soak["rss"] = sampler.summary(args.warmup_calls)
         say(f"soak: {soak['calls_per_s']} calls/s, RSS {soak['rss']['start_mib']} -> {soak['rss']['end_mib']} MiB")
-        sweep, first = [], args.calls
-        for in_flight in args.sweep:
-            before = client.stats.overloaded
-            point = drive(client, range(first, first + args.sweep_calls), in_flight, one_game, check)
-            point["429_retried"] = client.stats.overloaded - before
-            sweep.append(point)
-            first += args.sweep_calls
-            say(f"sweep: {in_flight} in flight: {point['calls_per_s']} calls/s, p99 {point['latency_ms']['p99']} ms")
+        say(f"sweep: {args.sweep_calls} calls at each of {args.sweep} in flight")
+        points = sweep(client, server.pid, args.sweep, args.sweep_calls, args.calls, one_game, check, args.sample_s)
         client.close()
     soak_server = _server_facts(server, client)
 
@@ -103,7 +97,7 @@ def rules_phases(args: argparse.Namespace, logs: Path) -> dict[str, Any]:
         burst_client.close()
     burst.update(max_concurrent=args.burst_cap, server=_server_facts(capped, burst_client))
     say(f"bursts: {burst['server']['answered_429']} answers 429, {burst['bursts_with_429']} bursts with one")
-    return {"soak": soak, "sweep": sweep, "server": soak_server, "bursts": burst, "ledger": ledger.summary()}
+    return {"soak": soak, "sweep": points, "server": soak_server, "bursts": burst, "ledger": ledger.summary()}
 
 
 def model_phases(args: argparse.Namespace, logs: Path, model_dir: Path) -> dict[str, Any]:
@@ -128,24 +122,19 @@ def model_phases(args: argparse.Namespace, logs: Path, model_dir: Path) -> dict[
     with ServedJudge(command, logs / "model-server.log") as server:
         client = HttpJudge(server.url)
         progress = Progress()
-        sweep, first = [], 0
+        say(f"model: {args.model_calls} calls at each of {args.model_sweep} in flight")
         with RssSampler(server.pid, progress, args.sample_s) as sampler:
-            for in_flight in args.model_sweep:
-                before = client.stats.overloaded
-                point = drive(client, range(first, first + args.model_calls), in_flight, pair, check, progress)
-                point["429_retried"] = client.stats.overloaded - before
-                sweep.append(point)
-                first += args.model_calls
-                say(
-                    f"model: {in_flight} in flight: {point['calls_per_s']} calls/s, p50 {point['latency_ms']['p50']} ms"
-                )
-            burst = bursts(client, args.model_bursts, 2 * args.burst_cap, pair, check, first=first)
+            points = sweep(
+                client, server.pid, args.model_sweep, args.model_calls, 0, pair, check, args.sample_s, progress
+            )
+            first = len(args.model_sweep) * args.model_calls
+            burst = bursts(client, args.model_bursts, 2 * args.burst_cap, pair, check, first, progress)
         client.close()
     burst["max_concurrent"] = args.burst_cap
     rss = sampler.summary(0)
     rss.pop(f"slope_mib_per_{SLOPE_CALLS}_calls")  # a few hundred calls: no trend to fit
     return {"backend": "hf", "model": "tiny random Qwen3 (medical_team/models/tiny.py)",
-            "max_new_tokens": args.model_tokens, "sweep": sweep, "bursts": burst, "rss": rss,
+            "max_new_tokens": args.model_tokens, "sweep": points, "bursts": burst, "rss": rss,
             "server": _server_facts(server, client), "ledger": ledger.summary(),
             "model_verdicts": dict(outcomes)}  # fmt: skip
 

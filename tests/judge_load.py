@@ -119,6 +119,8 @@ class ServedJudge:
 
     def __init__(self, args: Sequence[str], log_path: Path, *, ready_s: float = 600.0) -> None:
         self.command = [MEDPLAY, "judge", "serve", "--port", "0", *args]
+        # started through the exec wrapper that asks Linux to end it with this process (a killed test or benchmark)
+        self._exec = [sys.executable, "-m", "medical_team.judge_server.served_judge_exec"]
         self.log_path = log_path
         self.ready_s = ready_s  # a guard: loading a model on a busy machine takes a while
         self.url = ""
@@ -128,7 +130,7 @@ class ServedJudge:
 
     def __enter__(self) -> Self:
         self._log = self.log_path.open("wb")
-        self.process = subprocess.Popen(self.command, stdout=self._log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen([*self._exec, *self.command], stdout=self._log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + self.ready_s
         while not (listening := _LISTENING.search(self.log_path.read_text(errors="replace"))):
             self._check_alive(deadline, "to listen")
