@@ -143,6 +143,7 @@ def _server_facts(server: ServedJudge, client: HttpJudge) -> dict[str, Any]:
     """What the server's access log and the client's counters say: answers by status, retries, lost batches."""
     return {
         "exit_status": server.returncode,
+        "client_requests": client.stats.batches,
         "answered_200": server.answered(200),
         "answered_429": server.answered(429),
         "client_retried_429": client.stats.overloaded,
@@ -155,6 +156,12 @@ def _all_retried(facts: dict[str, Any]) -> bool:
     """Every 429 the server sent was retried, no batch was lost, and the server exited 0."""
     return (facts["answered_429"] == facts["client_retried_429"] and facts["client_failed_batches"] == 0
             and facts["exit_status"] == 0)  # fmt: skip
+
+
+def _answered_once(facts: dict[str, Any]) -> bool:
+    """No try failed but on a 429 (a request that hung or broke would be tried again), so the server judged each
+    request once."""
+    return facts["client_retries"] == facts["client_retried_429"] and facts["answered_200"] == facts["client_requests"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -174,6 +181,9 @@ def main(argv: list[str] | None = None) -> int:
         ),
         "every_429_retried": all(
             _all_retried(facts) for facts in (rules["server"], rules["bursts"]["server"], model["server"])
+        ),
+        "every_request_judged_once": all(
+            _answered_once(facts) for facts in (rules["server"], rules["bursts"]["server"], model["server"])
         ),
         "bursts_met_429": rules["bursts"]["server"]["answered_429"] > 0,
         "model_verdicts_from_the_model": model["model_verdicts"].get("other", 0) == 0,

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from medical_team.game.judging import JudgeRequest, JudgeVerdict
 from medical_team.judge.access import bearer_header
+from medical_team.judge.http_pool import judge_http_client
 from medical_team.judge.outage import ConsecutiveFailures
 from medical_team.judge.retry import RetryPolicy, describe_http_error, is_overloaded
 from medical_team.judge.schemas import GameIn, JudgeBatchIn, JudgeBatchOut
@@ -45,7 +46,7 @@ class HttpJudge:
         self.retry = retry or RetryPolicy()
         self.stats = JudgeCounters()
         self.failures = ConsecutiveFailures(self.base_url, max_consecutive_failures)
-        self._client = httpx.Client(base_url=self.base_url, timeout=timeout_s, headers=bearer_header(token))
+        self._client = judge_http_client(self.base_url, timeout_s=timeout_s, headers=bearer_header(token))
 
     def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
         """One verdict per request, in order; raises only `JudgeUnavailableError` after too many failed batches."""

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-import httpx
-
+from medical_team.judge.http_pool import judge_http_client
 from medical_team.judge.model_judge import Completion, CompletionFailure
 from medical_team.judge.prompt import Message
 from medical_team.judge.retry import RetryPolicy, describe_http_error
@@ -34,7 +33,7 @@ class OpenAIChatCompleter:
         self.concurrency = concurrency
         self.retry = retry or RetryPolicy()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout_s)
+        self._client = judge_http_client(self.base_url, timeout_s=timeout_s, headers=headers)
 
     def complete(self, conversations: Sequence[list[Message]]) -> list[Completion]:
         """One completion or `CompletionFailure` per conversation, in order."""
