@@ -7,12 +7,14 @@
 2. bursts: --bursts bursts of twice --burst-cap calls released together against a server started with
    `--max-concurrent` --burst-cap: the 429s it answered, each to be retried by the client;
 3. sweep: calls/s and p50/p99 latency at each of --sweep calls in flight (the soak's server, `--max-concurrent` 64);
-4. model: a sweep and bursts against a tiny random Qwen3 judge built now and loaded by the server (`--backend hf`).
+4. model: --model-warmup calls, then a sweep and bursts against a tiny random Qwen3 judge built now and loaded by the
+   server (`--backend hf`, one intra-op thread as cpu-smoke gives its served judge).
 
 Every call's games carry their number (tests/judge_load.py): each verdict must come back once, to its own game.
 A model-judged game's verdict names no game (the random model writes no verdict), so each model call also carries a
 copy of its seed, which a rule settles with the game's tag. Exit 0 when every verdict came back once to its game,
-every 429 was retried and the soak's RSS slope is within RSS_SLOPE_TARGET_MIB.
+every 429 was retried, no request was judged twice (a try that failed but on a 429) and the soak's RSS slope is
+within RSS_SLOPE_TARGET_MIB.
 """
 
 from __future__ import annotations
@@ -58,8 +60,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--burst-cap", type=int, default=8, help="the bursts' server's --max-concurrent")
     parser.add_argument("--bursts", type=int, default=100, help="bursts of twice --burst-cap calls")
     parser.add_argument("--model-sweep", type=_ints, default=[1, 4, 16], help="model: calls in flight")
-    parser.add_argument("--model-calls", type=int, default=30, help="model: calls at each point of its sweep")
-    parser.add_argument("--model-bursts", type=int, default=4, help="model: bursts of twice --burst-cap calls")
+    parser.add_argument("--model-warmup", type=int, default=12, help="model: calls one at a time before the sweep")
+    parser.add_argument("--model-calls", type=int, default=60, help="model: calls at each point of its sweep")
+    parser.add_argument("--model-bursts", type=int, default=8, help="model: bursts of twice --burst-cap calls")
     parser.add_argument("--model-tokens", type=int, default=16, help="model: tokens a verdict may take")
     return parser.parse_args(argv)
 
@@ -105,7 +108,7 @@ def model_phases(args: argparse.Namespace, logs: Path, model_dir: Path) -> dict[
     from medical_team.models.tiny import build_tiny_model
 
     build_tiny_model(model_dir)
-    calls = len(args.model_sweep) * args.model_calls + args.model_bursts * 2 * args.burst_cap
+    calls = args.model_warmup + len(args.model_sweep) * args.model_calls + args.model_bursts * 2 * args.burst_cap
     ledger = Ledger(calls)
     outcomes: Counter[str] = Counter()
 
@@ -119,22 +122,25 @@ def model_phases(args: argparse.Namespace, logs: Path, model_dir: Path) -> dict[
 
     command = ["--backend", "hf", "--model", str(model_dir), "--max-new-tokens", str(args.model_tokens),
                "--max-concurrent", str(args.burst_cap)]  # fmt: skip
-    with ServedJudge(command, logs / "model-server.log") as server:
+    # one intra-op thread, as cpu-smoke gives its served judge: two on two busy cores made a call 10-30 times slower
+    with ServedJudge(command, logs / "model-server.log", env={"OMP_NUM_THREADS": "1"}) as server:
         client = HttpJudge(server.url)
         progress = Progress()
-        say(f"model: {args.model_calls} calls at each of {args.model_sweep} in flight")
+        say(f"model: {args.model_warmup} calls to warm up, then {args.model_calls} at each of {args.model_sweep}")
         with RssSampler(server.pid, progress, args.sample_s) as sampler:
+            warmup = drive(client, range(args.model_warmup), 1, pair, check, progress)
             points = sweep(
-                client, server.pid, args.model_sweep, args.model_calls, 0, pair, check, args.sample_s, progress
-            )
-            first = len(args.model_sweep) * args.model_calls
+                client, server.pid, args.model_sweep, args.model_calls, args.model_warmup, pair, check,
+                args.sample_s, progress,
+            )  # fmt: skip
+            first = args.model_warmup + len(args.model_sweep) * args.model_calls
             burst = bursts(client, args.model_bursts, 2 * args.burst_cap, pair, check, first, progress)
         client.close()
     burst["max_concurrent"] = args.burst_cap
     rss = sampler.summary(0)
     rss.pop(f"slope_mib_per_{SLOPE_CALLS}_calls")  # a few hundred calls: no trend to fit
     return {"backend": "hf", "model": "tiny random Qwen3 (medical_team/models/tiny.py)",
-            "max_new_tokens": args.model_tokens, "sweep": points, "bursts": burst, "rss": rss,
+            "max_new_tokens": args.model_tokens, "intra_op_threads": 1, "warmup": warmup, "sweep": points, "bursts": burst, "rss": rss,
             "server": _server_facts(server, client), "ledger": ledger.summary(),
             "model_verdicts": dict(outcomes)}  # fmt: skip
 

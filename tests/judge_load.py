@@ -10,6 +10,7 @@ scripted model judge can echo the rewrite's tag, so a verdict names the game it 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 import signal
 import subprocess
@@ -117,12 +118,15 @@ def _named_game(verdict: JudgeVerdict) -> int | None:
 class ServedJudge:
     """`medplay judge serve ARGS --port 0` in its own process, its output in `log_path`; the URL from its log."""
 
-    def __init__(self, args: Sequence[str], log_path: Path, *, ready_s: float = 600.0) -> None:
+    def __init__(
+        self, args: Sequence[str], log_path: Path, *, ready_s: float = 600.0, env: dict[str, str] | None = None
+    ) -> None:
         self.command = [MEDPLAY, "judge", "serve", "--port", "0", *args]
         # started through the exec wrapper that asks Linux to end it with this process (a killed test or benchmark)
         self._exec = [sys.executable, "-m", "medical_team.judge_server.served_judge_exec"]
         self.log_path = log_path
         self.ready_s = ready_s  # a guard: loading a model on a busy machine takes a while
+        self.env = {**os.environ, **(env or {})}
         self.url = ""
         self.returncode: int | None = None
         self._log: IO[bytes] | None = None
@@ -130,7 +134,9 @@ class ServedJudge:
 
     def __enter__(self) -> Self:
         self._log = self.log_path.open("wb")
-        self.process = subprocess.Popen([*self._exec, *self.command], stdout=self._log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            [*self._exec, *self.command], stdout=self._log, stderr=subprocess.STDOUT, env=self.env
+        )
         deadline = time.monotonic() + self.ready_s
         while not (listening := _LISTENING.search(self.log_path.read_text(errors="replace"))):
             self._check_alive(deadline, "to listen")

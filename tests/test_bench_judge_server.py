@@ -18,7 +18,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_judge_server.p
 def test_the_benchmark_runs_every_part_and_checks_every_verdict(tmp_path: Path) -> None:
     output = tmp_path / "bench.json"
     small = ["--calls", "400", "--warmup-calls", "100", "--sample-s", "0.5", "--sweep", "1,4", "--sweep-calls", "50",
-             "--bursts", "3", "--model-sweep", "1,2", "--model-calls", "3", "--model-bursts", "1"]  # fmt: skip
+             "--bursts", "3", "--model-sweep", "1,2", "--model-warmup", "2", "--model-calls", "3", "--model-bursts", "1"]  # fmt: skip
     done = subprocess.run([sys.executable, str(SCRIPT), "--output", str(output), *small],
                           capture_output=True, text=True, timeout=900, check=False)  # fmt: skip
     # 1: a target missed (the RSS slope of 400 calls means little)
@@ -31,5 +31,5 @@ def test_the_benchmark_runs_every_part_and_checks_every_verdict(tmp_path: Path) 
     assert [point["in_flight"] for point in rules["sweep"]] == [1, 4] and rules["soak"]["calls"] == 400
     assert rules["soak"]["rss"]["series"] and rules["soak"]["rss"]["slope_mib_per_10000_calls"] is not None
     assert rules["bursts"]["calls"] == 3 * 16 and rules["server"]["exit_status"] == 0
-    assert model["ledger"]["games"] == 2 * 3 + 16 == model["ledger"]["answered_once"]
+    assert model["ledger"]["games"] == 2 + 2 * 3 + 16 == model["ledger"]["answered_once"]
     assert sum(model["model_verdicts"].values()) == model["ledger"]["games"]
