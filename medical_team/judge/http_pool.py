@@ -5,9 +5,9 @@ Many threads share one client (an agent-loop worker's judge calls, medplay.judge
 default pool keeps 20 connections alive, and httpcore 1.0.9 closes an idle one whenever the pool holds more than that
 (it counts every connection, not only the idle ones); it may close one it has just handed to a waiting request, whose
 thread then waits for an answer on a closed socket until its read timeout (encode/httpcore#1110). 64 threads on one
-client met it 8 times in 57,500 calls of the judge server's benchmark (300 s each, then a retry) and opened a new
-connection for one request in four. A pool that keeps alive as many connections as it may open closes none of them
-while it serves (docs/benchmarks.md, "The judge server under load").
+client had 8 tries fail in the judge server benchmark's 57,500 calls, one after 300 s (the read timeout), and opened a
+new connection for one request in four. A pool that keeps alive as many connections as it may open closes none of
+them while it serves (docs/benchmarks.md, "The judge server under load").
 """
 
 from __future__ import annotations
