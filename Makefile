@@ -59,7 +59,7 @@ clean:
 # IMAGE_FLAVOUR=gpu (default): every version from docker/requirements-gpu.lock; IMAGE_FLAVOUR=cpu: the CPU stack
 # of requirements/ on Debian (profile cpu-smoke). The tag names the stack (docker/stack.sh tag FLAVOUR).
 # `make train ARGS="profile=80g trainer.total_epochs=2"`; volumes live under $(VOLUMES).
-.PHONY: build shell train test-image lint bench bench-eval bench-scaling
+.PHONY: build shell train test-image lint bench bench-eval bench-scaling bench-judge-server
 
 IMAGE_FLAVOUR ?= gpu
 # The GPU flavour's route: cuda (the nvidia/cuda base, flash-attn compiled) or pypi (Ubuntu 24.04, made with
@@ -173,6 +173,13 @@ soak: $(STAMP)
 bench-scaling: $(STAMP)
 	mkdir -p build
 	$(PY) scripts/bench.py --scaling --output build/bench_scaling.json
+
+# The judge server under load (scripts/bench_judge_server.py -> build/bench-judge-server.json): a real `medplay judge
+# serve` process and the real client, 50,000 calls with the server's RSS sampled, bursts over --max-concurrent,
+# calls/s against calls in flight, and a tiny model judge; every verdict checked back to its game (~10 min, 2 cores).
+bench-judge-server: $(STAMP)
+	mkdir -p build
+	$(PY) scripts/bench_judge_server.py --output build/bench-judge-server.json
 
 # The GPU stack as an offline wheelhouse (scripts/wheelhouse.py, docs/wheelhouse.md): FLAVOUR=full|onto-torch,
 # SPLIT_MIB=N also lays it out in parts of N MiB, DRY=1 writes only the plan (no network). pip resolves for the

@@ -79,8 +79,8 @@ def failing_app(calls: Calls, *, status: int = 500, hang_s: float = 0.0) -> Fast
     return app
 
 
-def flaky_judge_app(calls: Calls, scorer: JudgeScorer, failures: int) -> FastAPI:
-    """A judge server whose first `failures` judge requests answer 500, then it judges with `scorer`."""
+def flaky_judge_app(calls: Calls, scorer: JudgeScorer, failures: int, status: int = 500) -> FastAPI:
+    """A judge server whose first `failures` judge requests answer `status`, then it judges with `scorer`."""
     from medical_team.judge_server.app import ServerSettings, create_app
 
     app = create_app(ServerSettings(), scorer)
@@ -90,7 +90,7 @@ def flaky_judge_app(calls: Calls, scorer: JudgeScorer, failures: int) -> FastAPI
         if request.url.path == "/v1/judge":
             calls.count += 1
             if calls.count <= failures:
-                return JSONResponse({"detail": "warming up"}, status_code=500)
+                return JSONResponse({"detail": "warming up"}, status_code=status)
         return await call_next(request)
 
     return app

@@ -1,7 +1,9 @@
 """`HttpJudge`: a `Judge` that asks the judge server (`POST /v1/judge`) with timeouts, retries and backoff.
 
-A batch that still fails after its last retry becomes ties (counted); too many failed batches in a row
-raise `JudgeUnavailableError` so that training stops instead of learning from ties. A game the wire format
+A batch that still fails after its last retry becomes ties (counted); too many failed batches in a row raise
+`JudgeUnavailableError` so that training stops instead of learning from ties. A server that answers 429 (too many
+requests in flight) is waited for, up to `timeout_s`, without using up the tries (judge/retry.py); every retry is
+counted in `stats`. A game the wire format
 refuses (a rewrite over `MAX_NOTE_CHARS`, text that is not valid Unicode) is a tie with that reason, never
 sent and never an outage.
 """
@@ -16,8 +18,9 @@ from pydantic import ValidationError
 
 from medical_team.game.judging import JudgeRequest, JudgeVerdict
 from medical_team.judge.access import bearer_header
+from medical_team.judge.http_pool import judge_http_client
 from medical_team.judge.outage import ConsecutiveFailures
-from medical_team.judge.retry import RetryPolicy, describe_http_error
+from medical_team.judge.retry import RetryPolicy, describe_http_error, is_overloaded
 from medical_team.judge.schemas import GameIn, JudgeBatchIn, JudgeBatchOut
 from medical_team.judge.stats import JudgeCounters
 
@@ -38,11 +41,12 @@ class HttpJudge:
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.base_url = base_url.rstrip("/")
+        self.timeout_s = timeout_s
         self.batch_size = batch_size
         self.retry = retry or RetryPolicy()
         self.stats = JudgeCounters()
         self.failures = ConsecutiveFailures(self.base_url, max_consecutive_failures)
-        self._client = httpx.Client(base_url=self.base_url, timeout=timeout_s, headers=bearer_header(token))
+        self._client = judge_http_client(self.base_url, timeout_s=timeout_s, headers=bearer_header(token))
 
     def judge(self, requests: Sequence[JudgeRequest]) -> list[JudgeVerdict]:
         """One verdict per request, in order; raises only `JudgeUnavailableError` after too many failed batches."""
@@ -70,10 +74,12 @@ class HttpJudge:
     def _post_batch(self, games: list[GameIn]) -> list[JudgeVerdict]:
         """The server's verdicts on `games`; ties with the reason, and one failure counted, when it fails."""
         body = JudgeBatchIn(games=games).model_dump(mode="json")
+        retried: list[BaseException] = []  # the errors of this batch's tries that were retried
         try:
-            verdicts = self._post_with_retries(body, len(games))
+            verdicts = self._post_with_retries(body, len(games), retried)
         except Exception as error:  # noqa: BLE001 - any failure of the batch becomes ties, then maybe a stop
-            reason = f"judge server {self.base_url} unavailable after {self.retry.attempts} tries: "
+            tries = len(retried) + 1
+            reason = f"judge server {self.base_url} unavailable after {tries} {'try' if tries == 1 else 'tries'}: "
             reason += describe_http_error(error)
             self.stats.record_failed_batch()
             self.failures.failure(reason)
@@ -81,8 +87,13 @@ class HttpJudge:
         self.failures.success()
         return verdicts
 
-    def _post_with_retries(self, body: dict, expected: int) -> list[JudgeVerdict]:
-        for attempt in self.retry.retrying():
+    def _post_with_retries(self, body: dict, expected: int, retried: list[BaseException]) -> list[JudgeVerdict]:
+        def on_retry(error: BaseException) -> None:
+            retried.append(error)
+            self.stats.record_retry(overloaded=is_overloaded(error))
+
+        # an overloaded server (429) is waited for as long as one answer would be
+        for attempt in self.retry.retrying(overload_s=self.timeout_s, on_retry=on_retry):
             with attempt:
                 response = self._client.post("/v1/judge", json=body)
                 response.raise_for_status()

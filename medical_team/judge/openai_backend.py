@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-import httpx
-
+from medical_team.judge.http_pool import judge_http_client
 from medical_team.judge.model_judge import Completion, CompletionFailure
 from medical_team.judge.prompt import Message
 from medical_team.judge.retry import RetryPolicy, describe_http_error
@@ -30,10 +29,11 @@ class OpenAIChatCompleter:
         self.name = f"{self.base_url} (model {model})"
         self.model = model
         self.max_tokens = max_tokens
+        self.timeout_s = timeout_s  # also how long an overloaded endpoint (429) is waited for
         self.concurrency = concurrency
         self.retry = retry or RetryPolicy()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(base_url=self.base_url, headers=headers, timeout=timeout_s)
+        self._client = judge_http_client(self.base_url, timeout_s=timeout_s, headers=headers)
 
     def complete(self, conversations: Sequence[list[Message]]) -> list[Completion]:
         """One completion or `CompletionFailure` per conversation, in order."""
@@ -44,7 +44,7 @@ class OpenAIChatCompleter:
 
     def _complete_one(self, messages: list[Message]) -> Completion:
         try:
-            for attempt in self.retry.retrying():
+            for attempt in self.retry.retrying(overload_s=self.timeout_s):
                 with attempt:
                     return self._post(messages)
         except Exception as error:  # noqa: BLE001 - any failure of one call becomes a tie, never a crash

@@ -21,6 +21,8 @@ class JudgeCounters:
     failed_batches: int = 0  # batches lost to an unreachable backend or server
     batches: int = 0
     latency_s: float = 0.0  # summed wall time of judge() calls
+    retries: int = 0  # tries of a batch that failed and were tried again (http)
+    overloaded: int = 0  # of those, the ones the server answered 429: too many requests in flight
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def record(self, verdicts: Sequence[JudgeVerdict], latency_s: float, *, model_calls: int = 0) -> None:
@@ -39,6 +41,12 @@ class JudgeCounters:
         with self._lock:
             self.failed_batches += 1
 
+    def record_retry(self, *, overloaded: bool) -> None:
+        """Count a try that failed and is tried again (`overloaded`: the server answered 429)."""
+        with self._lock:
+            self.retries += 1
+            self.overloaded += overloaded
+
     def metrics(self) -> dict[str, float]:
         """`judge/calls`, `judge/parse_error_rate`, `judge/latency_s` (mean per batch) and extra counters."""
         with self._lock:
@@ -49,4 +57,6 @@ class JudgeCounters:
                 "judge/tie_rate": self.ties / self.calls if self.calls else 0.0,
                 "judge/ties": float(self.ties),
                 "judge/failed_batches": float(self.failed_batches),
+                "judge/retries": float(self.retries),
+                "judge/overloaded": float(self.overloaded),
             }

@@ -67,6 +67,24 @@ def test_server_that_recovers_gives_real_verdicts(serve, requests: list[JudgeReq
     assert calls.count == 3 and client.stats.ties == 0
 
 
+def test_an_overloaded_server_is_waited_for_beyond_the_tries(serve, requests: list[JudgeRequest]) -> None:
+    calls = Calls()
+    # 429 answers (too many requests in flight) do not use up the 3 tries: the sixth request is judged
+    client = HttpJudge(serve(flaky_judge_app(calls, JudgeScorer(RulesJudge), failures=5, status=429)).url, retry=RETRY)
+    assert client.judge(requests) == RulesJudge().judge(requests)
+    assert calls.count == 6 and client.stats.retries == client.stats.overloaded == 5
+    assert client.stats.metrics()["judge/overloaded"] == 5 and client.stats.failed_batches == 0
+
+
+def test_a_server_overloaded_past_the_timeout_gives_ties(serve, requests: list[JudgeRequest]) -> None:
+    calls = Calls()
+    # the server answers 429 for good: the client waits as long as it would for one answer, then gives up
+    client = HttpJudge(serve(failing_app(calls, status=429)).url, timeout_s=1.0, retry=RETRY)
+    verdicts = client.judge(requests[:1])
+    assert verdicts[0].tie and "HTTP 429" in verdicts[0].reason and f"after {calls.count} tries" in verdicts[0].reason
+    assert client.stats.overloaded == client.stats.retries == calls.count - 1 and client.stats.failed_batches == 1
+
+
 def test_client_errors_are_not_retried(serve, requests: list[JudgeRequest]) -> None:
     client = HttpJudge(serve(rules_app(max_batch=2)).url, batch_size=4, retry=RETRY)
     verdicts = client.judge(requests[:4])
