@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--batch-sizes", type=int, nargs="*", default=[1, 4, 16], help="transformers runs (none given: none)"
     )
-    parser.add_argument("--batch-notes", type=int, default=64, help="notes of the transformers --batch-size sweep")
+    parser.add_argument("--batch-notes", type=int, default=32, help="notes of the transformers --batch-size sweep")
     parser.add_argument("--max-new-tokens", type=int, default=32)
     parser.add_argument("--work", type=Path, default=Path("build/bench/data_path"))
     parser.add_argument("--output", type=Path, default=Path("build/bench/data_path.json"))
