@@ -19,13 +19,12 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
-from bench_result import machine, write_result
+from bench_result import LoadSampler, generated_tokens, machine, medplay, write_result
 
 TARGET_SPEEDUP = 3.0
 ENV_KEYS = ("VLLM_CPU_OMP_THREADS_BIND", "OMP_NUM_THREADS")
@@ -42,53 +41,6 @@ COMPARISON = (
     "seconds per note = eval.json generation.seconds / notes (generation only); "
     "load_s (model load, vLLM engine start) is reported separately and not counted"
 )
-MEDPLAY = "import sys; from medical_team.cli import main; sys.exit(main(sys.argv[1:]))"
-
-
-def medplay(*args: str) -> list[str]:
-    """The command line of `medplay ARGS` in this interpreter (the checkout's code on PYTHONPATH wins)."""
-    return [sys.executable, "-c", MEDPLAY, *args]
-
-
-def generated_tokens(model: Path, responses: Path) -> int:
-    """Tokens in the responses, counted with the model's tokenizer."""
-    from transformers import AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(model)
-    lines = [json.loads(line)["response"] for line in responses.read_text(encoding="utf-8").splitlines()]
-    return sum(len(tokenizer(text, add_special_tokens=False).input_ids) for text in lines)
-
-
-class LoadSampler:
-    """The machine's 1-minute load average, sampled every few seconds while a run lasts."""
-
-    def __init__(self, every_s: float = 5.0) -> None:
-        self.samples: list[float] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, args=(every_s,), daemon=True)
-
-    def _sample(self, every_s: float) -> None:
-        """Append one sample now and then every `every_s` seconds until stopped."""
-        while True:
-            self.samples.append(os.getloadavg()[0])
-            if self._stop.wait(every_s):
-                return
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def summary(self) -> dict[str, float]:
-        """Min, mean and max of the samples."""
-        return {
-            "min": round(min(self.samples), 2),
-            "mean": round(sum(self.samples) / len(self.samples), 2),
-            "max": round(max(self.samples), 2),
-        }
 
 
 def run_backend(backend: str, model: Path, output: Path, args: argparse.Namespace) -> dict[str, Any]:

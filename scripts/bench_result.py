@@ -1,12 +1,17 @@
-"""Helpers of the benchmark scripts: the machine a result was measured on, and writing the result."""
+"""Helpers of the benchmark scripts: the `medplay` command line, the machine and its load while a result was
+measured, and writing the result."""
 
 from __future__ import annotations
 
 import json
 import os
 import platform
+import sys
+import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
+
+MEDPLAY = "import sys; from medical_team.cli import main; sys.exit(main(sys.argv[1:]))"
 
 
 def machine() -> dict[str, Any]:
@@ -20,3 +25,49 @@ def write_result(output: Path, result: dict[str, Any]) -> int:
     output.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(result, indent=2))
     return 0 if result["meets_target"] else 1
+
+
+def medplay(*args: str) -> list[str]:
+    """The command line of `medplay ARGS` in this interpreter (the checkout's code on PYTHONPATH wins)."""
+    return [sys.executable, "-c", MEDPLAY, *args]
+
+
+class LoadSampler:
+    """The machine's 1-minute load average, sampled every few seconds while a run lasts."""
+
+    def __init__(self, every_s: float = 5.0) -> None:
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, args=(every_s,), daemon=True)
+
+    def _sample(self, every_s: float) -> None:
+        """Append one sample now and then every `every_s` seconds until stopped."""
+        while True:
+            self.samples.append(os.getloadavg()[0])
+            if self._stop.wait(every_s):
+                return
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self) -> dict[str, float]:
+        """Min, mean and max of the samples."""
+        return {
+            "min": round(min(self.samples), 2),
+            "mean": round(sum(self.samples) / len(self.samples), 2),
+            "max": round(max(self.samples), 2),
+        }
+
+
+def generated_tokens(model: Path, responses: Path) -> int:
+    """Tokens in the `response` fields of a JSONL file (eval's responses, predict's predictions), by the model's tokenizer."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    lines = [json.loads(line)["response"] for line in responses.read_text(encoding="utf-8").splitlines()]
+    return sum(len(tokenizer(text, add_special_tokens=False).input_ids) for text in lines)

@@ -3,6 +3,7 @@ while sampling its memory, and its metrics summarised."""
 
 from __future__ import annotations
 
+import os
 import statistics
 import subprocess
 import threading
@@ -33,12 +34,16 @@ STOCK_OVERRIDES = (
 
 @dataclass(frozen=True)
 class RunResult:
-    """How a training subprocess ended and what it used."""
+    """How a benchmarked subprocess ended and what it used."""
 
     returncode: int
     wall_s: float
-    peak_rss_mib: float  # largest sum of resident memory over the process and all its descendants
+    peak_rss_mib: float  # largest sum of resident memory over the process and all its descendants (sampled)
     log: Path
+    # The kernel's account when the process exits (exact, no sampling): the peak resident memory of the largest
+    # single process among it and the descendants it waited for, and their CPU seconds (user + system) together.
+    max_rss_mib: float = 0.0
+    cpu_s: float = 0.0
 
 
 def _tree_rss(process: psutil.Process) -> int:
@@ -73,15 +78,20 @@ def run_sampled(command: list[str], log: Path, timeout_s: float, every_s: float 
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
+        overrun = threading.Timer(timeout_s, _kill_tree, args=(watched,))
+        overrun.start()
         try:
-            returncode = child.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            _kill_tree(watched)
-            returncode = child.wait()
+            # wait4, not Popen.wait: the kernel's account of the child (peak RSS, CPU time) comes with its status.
+            _, status, usage = os.wait4(child.pid, 0)
         finally:
+            overrun.cancel()
             stop.set()
             sampler.join()
-    return RunResult(returncode, time.perf_counter() - started, peak / 2**20, log)
+        child.returncode = os.waitstatus_to_exitcode(status)
+    wall_s = time.perf_counter() - started
+    max_rss_mib = usage.ru_maxrss / 1024  # Linux reports KiB
+    cpu_s = usage.ru_utime + usage.ru_stime
+    return RunResult(child.returncode, wall_s, peak / 2**20, log, max_rss_mib, cpu_s)
 
 
 def _kill_tree(process: psutil.Process) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import MISSING, asdict, dataclass
+from dataclasses import MISSING, dataclass
 from typing import Any
 
 from medical_team.vocab import Category, Label
@@ -48,7 +48,9 @@ class GameSeed:
 
     def metadata(self) -> dict[str, Any]:
         """The seed's fields as plain JSON-able values (enums as their string values)."""
-        out = asdict(self)
+        # Every field is a scalar, an enum or a tuple of strings: a shallow copy. `asdict`'s deep copy took half
+        # of `medplay convert`'s time (two calls per game row).
+        out = {name: getattr(self, name) for name in self.__dataclass_fields__}
         out["category"] = self.category.value
         out["label"] = self.label.value
         out["sentences"] = list(self.sentences)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from medical_team.data.verl_parquet import Row
+from medical_team.data.verl_parquet import Row, write_row_groups
 from medical_team.errors import UserInputError
 
 SFT_TRAIN_PARQUET = "sft_train.parquet"
@@ -47,7 +47,7 @@ def write_sft_parquet(rows: Sequence[Row], path: str | Path) -> None:
     """Write SFT rows with the fixed schema; the same rows always give the same bytes."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(list(rows), schema=SFT_SCHEMA), path)
+    write_row_groups(rows, SFT_SCHEMA, path)
 
 
 def read_sft_parquet(path: str | Path) -> list[Row]:

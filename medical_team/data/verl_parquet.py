@@ -20,6 +20,7 @@ from medical_team.vocab import BENCHMARK_DATA_SOURCE, DATA_SOURCE, ERROR_TYPES, 
 Row = dict[str, Any]
 
 MESSAGE_ROLES = frozenset({"system", "user", "assistant"})
+ROW_GROUP_ROWS = 4096  # rows per parquet row group, each converted and written on its own
 
 _MESSAGE = pa.struct([("role", pa.string()), ("content", pa.string())])
 _REWARD_MODEL = pa.struct([("style", pa.string()), ("ground_truth", pa.string())])
@@ -106,10 +107,19 @@ def write_verl_parquet(rows: Sequence[Row], path: str | Path) -> None:
         ]
     )
     try:
-        table = pa.Table.from_pylist(list(rows), schema=schema)
+        write_row_groups(rows, schema, path)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as error:
+        path.unlink(missing_ok=True)  # no half-written file
         raise UserInputError(f"cannot be stored in parquet: {error}", file=path.name, field="extra_info") from None
-    pq.write_table(table, path)
+
+
+def write_row_groups(rows: Sequence[Row], schema: pa.Schema, path: Path) -> None:
+    """Write rows to a parquet file `ROW_GROUP_ROWS` at a time; the same rows always give the same bytes."""
+    # The whole file as one Arrow table held a second copy of every row: ~40 % of `medplay convert`'s peak
+    # memory at 100,000 notes (docs/benchmarks.md, "The data path against its size").
+    with pq.ParquetWriter(path, schema) as writer:
+        for start in range(0, max(len(rows), 1), ROW_GROUP_ROWS):
+            writer.write_table(pa.Table.from_pylist(list(rows[start : start + ROW_GROUP_ROWS]), schema=schema))
 
 
 def read_verl_parquet(path: str | Path) -> list[Row]:
