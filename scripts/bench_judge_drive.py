@@ -16,6 +16,7 @@ import psutil
 
 from medical_team.game.judging import JudgeRequest, JudgeVerdict
 from medical_team.judge.client import HttpJudge
+from medical_team.reliability.resources import slope as least_squares_slope
 
 MIB = 1024 * 1024
 SLOPE_CALLS = 10_000  # the RSS slope is given per this many calls
@@ -201,11 +202,7 @@ def slope(points: Sequence[tuple[int, float]]) -> float | None:
     """The least-squares slope of RSS (MiB) against calls, per SLOPE_CALLS calls (None under 3 points)."""
     if len(points) < 3 or len({calls for calls, _ in points}) < 2:
         return None
-    mean_x = statistics.fmean(calls for calls, _ in points)
-    mean_y = statistics.fmean(rss for _, rss in points)
-    covariance = sum((calls - mean_x) * (rss - mean_y) for calls, rss in points)
-    variance = sum((calls - mean_x) ** 2 for calls, _ in points)
-    return round(SLOPE_CALLS * covariance / variance, 3)
+    return round(SLOPE_CALLS * least_squares_slope([c for c, _ in points], [r for _, r in points]), 3)
 
 
 def say(message: str) -> None:

@@ -30,6 +30,7 @@ import numpy as np
 from bench import add_run_arguments, cpu_smoke_overrides, prepare, train_run
 from bench_runs import PHASES, STOCK_OVERRIDES
 
+from medical_team.reliability.resources import line
 from medical_team.stack import stack_versions
 
 KINDS: dict[str, tuple[str, ...]] = {"selfplay": (), "stock": STOCK_OVERRIDES}
@@ -86,10 +87,9 @@ def line_fit(games: list[int], seconds: list[float]) -> dict[str, Any]:
     """Least squares of seconds = fixed + per_game x games, its R² and residuals; None figures below two sizes."""
     if len(set(games)) < 2:
         return {"fixed_s": None, "per_game_s": None, "r2": None, "residuals_s": None}
+    per_game, fixed = line(games, seconds)
     x, y = np.asarray(games, dtype=float), np.asarray(seconds, dtype=float)
-    design = np.column_stack([np.ones_like(x), x])
-    (fixed, per_game), *_ = np.linalg.lstsq(design, y, rcond=None)
-    residuals = y - design @ np.array([fixed, per_game])
+    residuals = y - (fixed + per_game * x)
     spread = float(((y - y.mean()) ** 2).sum())
     return {
         "fixed_s": round(float(fixed), 4),
