@@ -42,6 +42,8 @@ class RunResult:
     log: Path
     # The kernel's account when the process exits (exact, no sampling): the peak resident memory of the largest
     # single process among it and the descendants it waited for, and their CPU seconds (user + system) together.
+    # The peak is at least the caller's own resident size when it started the process: the child starts as a copy
+    # of the caller, and the kernel counts that image too.
     max_rss_mib: float = 0.0
     cpu_s: float = 0.0
 
@@ -78,13 +80,16 @@ def run_sampled(command: list[str], log: Path, timeout_s: float, every_s: float 
 
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
-        overrun = threading.Timer(timeout_s, _kill_tree, args=(watched,))
+        exited = threading.Event()
+        overrun = threading.Timer(timeout_s, _kill_tree, args=(watched, exited))
         overrun.start()
         try:
             # wait4, not Popen.wait: the kernel's account of the child (peak RSS, CPU time) comes with its status.
             _, status, usage = os.wait4(child.pid, 0)
         finally:
+            exited.set()
             overrun.cancel()
+            overrun.join()
             stop.set()
             sampler.join()
         child.returncode = os.waitstatus_to_exitcode(status)
@@ -94,17 +99,29 @@ def run_sampled(command: list[str], log: Path, timeout_s: float, every_s: float 
     return RunResult(child.returncode, wall_s, peak / 2**20, log, max_rss_mib, cpu_s)
 
 
-def _kill_tree(process: psutil.Process) -> None:
-    """Terminate a process that overran its time and everything it started."""
-    members = [*process.children(recursive=True), process]
-    for member in members:
+def _kill_tree(process: psutil.Process, exited: threading.Event, grace_s: float = 10.0) -> None:
+    """Terminate a process that overran its time and everything it started; kill what is left after `grace_s`.
+
+    The process itself is reaped by `run_sampled`'s wait4, which sets `exited`; never here, where psutil's wait would
+    take its exit status and the kernel's account with it.
+    """
+    try:
+        descendants = process.children(recursive=True)
+    except psutil.Error:
+        return
+    for member in [*descendants, process]:
         try:
             member.terminate()
         except psutil.Error:
             continue
-    _, alive = psutil.wait_procs(members, timeout=10)
-    for member in alive:
-        member.kill()
+    deadline = time.monotonic() + grace_s
+    exited.wait(grace_s)
+    _, alive = psutil.wait_procs(descendants, timeout=max(0.0, deadline - time.monotonic()))
+    for member in [*alive, process]:
+        try:
+            member.kill()  # psutil refuses a process id that another process took since
+        except psutil.Error:
+            continue
 
 
 def _median(values: list[float]) -> float | None:
