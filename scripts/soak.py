@@ -38,6 +38,7 @@ from bench_result import machine
 
 from medical_team.checkpoint_folder import read_tracker, step_dirs
 from medical_team.launcher.shm_cleanup import remove_orphaned_segments, shm_segments
+from medical_team.metrics_records import parse_record
 from medical_team.reliability.checkpoints import damage, has_manifest, is_complete
 from medical_team.run.processes import MIB, sample_processes
 
@@ -89,10 +90,10 @@ class MetricsTail:
         self.offset += len(chunk)
         *lines, self.partial = (self.partial + chunk).split(b"\n")
         for line in filter(None, lines):
-            record = json.loads(line)
-            self.last_step = record["step"]
-            if "timing_s/step" in record["data"]:
-                step_seconds[record["step"]] = record["data"]["timing_s/step"]
+            step, data = parse_record(line.decode(), self.path.name, 0)
+            self.last_step = step
+            if "timing_s/step" in data:
+                step_seconds[step] = data["timing_s/step"]
         return self.last_step
 
 
