@@ -669,6 +669,19 @@ def _output(role: Role, reward: float, final: bool = False) -> AgentLoopOutput:
     )
 
 
+def test_verl_launches_its_vllm_server_with_the_platforms_rollout_variables() -> None:
+    """`MEDPLAY_ROLLOUT_ENV_*` (plugin/rollout_env.py) reaches the vLLM server actor and the engine it starts."""
+    from medical_team.plugin.cpu.patches import patch_vllm_version_lookup
+
+    patch_vllm_version_lookup()
+    from verl.workers.rollout.vllm_rollout.vllm_async_server import vLLMReplica
+
+    source = inspect.getsource(vLLMReplica.launch_servers)
+    # The server actor's own runtime_env holds the platform's rollout variables (Ray merges it with the job's).
+    assert "**get_platform().rollout_env_vars()," in source
+    assert 'runtime_env={"env_vars": env_vars}' in source
+
+
 def test_verl_hands_the_rollouts_engine_kwargs_to_vllm_serve_verbatim() -> None:
     """The rollout's KV cache in bytes (`engine_kwargs.vllm.kv_cache_memory_bytes`) reaches vLLM's engine arguments."""
     from medical_team.plugin.cpu.patches import patch_vllm_version_lookup
