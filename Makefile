@@ -33,20 +33,34 @@ PYTEST := PYTHONPATH=tests $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 test: $(STAMP)
 	$(PYTEST) -m "not long"
 
-# Every test, the long end-to-end runs included (about 45 minutes on 2 cores): before an issue is resolved.
-test-all: $(STAMP)
-	$(PYTEST)
+# Every test, the long end-to-end runs included (about 45 minutes on 2 cores): before an issue is resolved, and CI's
+# gate (.ci/run). The report's browser tests need chromium: a missing one fails them here instead of skipping them.
+test-all: $(STAMP) browser
+	MEDPLAY_REQUIRE_BROWSER=1 $(PYTEST)
+
+# Debian's chromium for the report's browser tests (tests/evaluate/test_report_browser.py): installed when missing and
+# this is a root shell with apt-get, else the target stops and names what to install.
+.PHONY: browser
+browser:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+	    { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null && echo "installing Debian's chromium (apt-get)" && \
+	      apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+	    { echo "make: the report's browser tests need chromium on PATH: apt-get install -y chromium" >&2; exit 1; }
 
 # Everything but the end-to-end runs and the slow tests (markers in pyproject.toml): a quick check while editing.
 test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not e2e and not slow"
 
-# Convert the bundled MEDEC data, then 3 real verl self-play steps on CPU with a tiny local model.
+# Convert the bundled MEDEC data, then 3 real verl self-play steps on CPU with a tiny local model, then the run's report.
 demo: $(STAMP)
 	$(VENV)/bin/medplay convert --output $(DEMO_DIR)/data
 	rm -rf $(DEMO_DIR)/checkpoints $(DEMO_DIR)/tensorboard
 	timeout -k 30 600 $(VENV)/bin/medplay train profile=cpu-smoke medplay.output_dir=$(DEMO_DIR) \
 	    medplay.data_dir=$(DEMO_DIR)/data trainer.total_training_steps=3
+	$(VENV)/bin/medplay report --metrics $(DEMO_DIR)/checkpoints/metrics.jsonl --output $(DEMO_DIR)/report \
+	    > $(DEMO_DIR)/report.log || { cat $(DEMO_DIR)/report.log; exit 1; }
+	@echo "medplay: the run's report, its curves and every game (a rewrite beside its note): $(DEMO_DIR)/report/report.html"
+	@echo "medplay: the model is tiny and random: its figures show the machinery at work, not learning (docs/ladder.md)"
 
 lock: $(STAMP)
 	{ echo "# Exact versions of the CPU environment (pip constraints). Regenerate: make lock"; \

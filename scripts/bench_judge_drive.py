@@ -10,9 +10,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Self
+from typing import Any
 
 import psutil
+from bench_result import PeriodicSampler
 
 from medical_team.game.judging import JudgeRequest, JudgeVerdict
 from medical_team.judge.client import HttpJudge
@@ -152,37 +153,20 @@ def latency_ms(seconds: Sequence[float]) -> dict[str, float]:
     return {"p50": at(0.50), "p99": at(0.99), "max": round(1000 * ordered[-1], 1)}
 
 
-class RssSampler:
+class RssSampler(PeriodicSampler):
     """The server process's resident memory every `every_s` seconds, beside the calls finished by then."""
 
     def __init__(self, pid: int, progress: Progress, every_s: float) -> None:
+        super().__init__(every_s)
         self.process = psutil.Process(pid)
         self.progress = progress
-        self.every_s = every_s
         self.samples: list[tuple[float, int, float]] = []  # (seconds, calls done, RSS MiB)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
         self._start = time.monotonic()
-
-    def _run(self) -> None:
-        while True:
-            self.sample()
-            if self._stop.wait(self.every_s):
-                return
 
     def sample(self) -> None:
         """Take one sample now."""
         rss = self.process.memory_info().rss / MIB
         self.samples.append((round(time.monotonic() - self._start, 2), self.progress.done, round(rss, 2)))
-
-    def __enter__(self) -> Self:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.sample()
 
     def summary(self, warmup_calls: int) -> dict[str, Any]:
         """RSS at the start, the end and its peak, and its least-squares slope per SLOPE_CALLS calls after warm-up."""

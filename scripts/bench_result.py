@@ -32,19 +32,22 @@ def medplay(*args: str) -> list[str]:
     return [sys.executable, "-c", MEDPLAY, *args]
 
 
-class LoadSampler:
-    """The machine's 1-minute load average, sampled every few seconds while a run lasts."""
+class PeriodicSampler:
+    """Calls `sample` now and every `every_s` seconds on a thread while the `with` block lasts, and once at its end."""
 
-    def __init__(self, every_s: float = 5.0) -> None:
-        self.samples: list[float] = []
+    def __init__(self, every_s: float) -> None:
+        self.every_s = every_s
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, args=(every_s,), daemon=True)
+        self._thread = threading.Thread(target=self._run, name=type(self).__name__, daemon=True)
 
-    def _sample(self, every_s: float) -> None:
-        """Append one sample now and then every `every_s` seconds until stopped."""
+    def sample(self) -> None:
+        """Take one sample now (each sampler's own)."""
+        raise NotImplementedError
+
+    def _run(self) -> None:
         while True:
-            self.samples.append(os.getloadavg()[0])
-            if self._stop.wait(every_s):
+            self.sample()
+            if self._stop.wait(self.every_s):
                 return
 
     def __enter__(self) -> Self:
@@ -54,6 +57,19 @@ class LoadSampler:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+        self.sample()
+
+
+class LoadSampler(PeriodicSampler):
+    """The machine's 1-minute load average, sampled every few seconds while a run lasts."""
+
+    def __init__(self, every_s: float = 5.0) -> None:
+        super().__init__(every_s)
+        self.samples: list[float] = []
+
+    def sample(self) -> None:
+        """The 1-minute load average now."""
+        self.samples.append(os.getloadavg()[0])
 
     def summary(self) -> dict[str, float]:
         """Min, mean and max of the samples."""

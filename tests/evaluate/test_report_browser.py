@@ -5,7 +5,8 @@ docs/report-screenshot.png.
     apt-get install -y chromium
     PYTHONPATH=tests .venv/bin/python -m pytest -q -m long tests/evaluate/test_report_browser.py
 
-Skipped when no `chromium` is on PATH (the appliance's image has none: the report is a file to open anywhere).
+Skipped when no `chromium` is on PATH (the appliance's image has none: the report is a file to open anywhere), except
+under `make test-all`, which installs it first (Makefile, `browser`) and sets MEDPLAY_REQUIRE_BROWSER.
 """
 
 from __future__ import annotations
@@ -28,13 +29,18 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "report-screenshot.png"
 WINDOW = "1280,2300"  # the curves and the first recorded game
 BROWSER_TIMEOUT_S = 180
+# Set by `make test-all` (which installs chromium first): a missing browser fails these tests instead of skipping them.
+REQUIRE_BROWSER_ENV = "MEDPLAY_REQUIRE_BROWSER"
 
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     """report.html of a three-step run, and the records the run wrote."""
     if CHROMIUM is None:
-        pytest.skip("no chromium on PATH: `apt-get install -y chromium` to open the report in a real browser")
+        missing = "no chromium on PATH: `apt-get install -y chromium` to open the report in a real browser"
+        if os.environ.get(REQUIRE_BROWSER_ENV):
+            pytest.fail(f"{missing} ({REQUIRE_BROWSER_ENV} is set: `make test-all` runs every test)")
+        pytest.skip(missing)
     root = tmp_path_factory.mktemp("run")
     _, written = write_run(root)
     # paths relative to the run folder, so that the page (and the screenshot in docs/) is the same in every run
