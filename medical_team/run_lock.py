@@ -8,7 +8,7 @@ trainer which process holds the run (`lock_holder`: medical_team/run/processes.p
 
 Only the process that took the lock holds it: the descriptor is close-on-exec, and a child forked without
 exec (multiprocessing, data-loader workers) closes its copy at once, so no process left behind by a killed
-launcher keeps the folder locked. The appliance's pipeline (container/pipeline.sh) takes the lock on a
+launcher keeps the folder locked. The appliance's pipeline (entrypoints/pipeline.sh) takes the lock on a
 descriptor of its own before its first step writes to the folder and hands that descriptor to its `medplay
 train` through `MEDPLAY_RUN_LOCK_FD`; the launcher adopts it instead of refusing its own pipeline.
 """

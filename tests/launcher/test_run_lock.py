@@ -1,6 +1,6 @@
 """One run per output folder (medical_team/run_lock.py), with real processes holding and asking for the lock.
 
-A second `medplay train`, `medplay sft` or appliance pipeline (container/pipeline.sh) on a folder whose lock a
+A second `medplay train`, `medplay sft` or appliance pipeline (entrypoints/pipeline.sh) on a folder whose lock a
 live process holds exits 2 with one line naming the folder and the holder's pid, and changes nothing in the folder;
 the pipeline's train step adopts the lock its shell holds; a holder killed with SIGKILL, whose forked and exec'd
 children live on, leaves the folder free at once.
@@ -28,7 +28,7 @@ from medical_team.reliability.stop_request import STOP_FILE
 from medical_team.run_lock import INHERITED_FD_ENV, LOCK_NAME, hold_run_lock, lock_holder, release_run_lock
 
 REPO = Path(__file__).resolve().parents[2]
-PIPELINE = REPO / "container" / "pipeline.sh"
+PIPELINE = REPO / "entrypoints" / "pipeline.sh"
 MEDPLAY = str(Path(sys.executable).with_name("medplay"))
 OLD_MTIME_NS = 1_600_000_000 * 10**9  # a fixed past time: any write to a file or folder moves it
 # Takes the lock on argv[1] (twice: the second call, in the holding process, does nothing), optionally starts a
@@ -50,7 +50,7 @@ if sys.argv[2:] == ["children"]:
 print("ready", flush=True)
 sys.stdin.read()
 """
-# The pipeline's lines (container/pipeline.sh): the shell opens the lock file of folder $1 and holds the lock.
+# The pipeline's lines (entrypoints/pipeline.sh): the shell opens the lock file of folder $1 and holds the lock.
 SHELL_HOLDS = (
     'exec {fd}<>"$1/$(python -m medical_team.run_lock name)"\npython -m medical_team.run_lock take "$1" "$fd" $$\n'
 )

@@ -7,7 +7,7 @@ set -euo pipefail
 
 logs="${MEDPLAY_LOGS}/pipeline"
 run_dir="${MEDPLAY_RUN_DIR}"
-supervisorctl=(supervisorctl --configuration "${MEDPLAY_HOME}/container/supervisord.conf")
+supervisorctl=(supervisorctl --configuration "${MEDPLAY_HOME}/entrypoints/supervisord.conf")
 mkdir -p "${logs}"
 
 say() { printf '%s pipeline: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*"; }
