@@ -156,9 +156,9 @@ RUN --mount=type=secret,id=pip-ca \
         | { ! grep . ; } \
     && pip freeze > image-freeze.txt
 
-# The container's runtime (container/: entrypoint, supervisord and its programs, health check); docker/ holds the
+# The container's runtime (entrypoints/: entrypoint, supervisord and its programs, health check); docker/ holds the
 # build's own tools and is copied only where a stage needs a file of it.
-COPY container container
+COPY entrypoints entrypoints
 
 # Ubuntu 24.04 images ship a user `ubuntu` with uid 1000; it gives way to the medplay user.
 RUN (userdel --remove ubuntu 2>/dev/null || true) \
@@ -185,7 +185,7 @@ WORKDIR /home/medplay
 
 # Healthy while the pipeline runs and, during training, while the trainer's heartbeat file is fresh.
 HEALTHCHECK --interval=60s --timeout=20s --start-period=15m --retries=3 \
-    CMD ["/opt/medplay/container/healthcheck.sh"]
+    CMD ["/opt/medplay/entrypoints/healthcheck.sh"]
 # tini reaps zombies and forwards signals; the entrypoint execs into the command (supervisord for `train`).
-ENTRYPOINT ["/usr/bin/tini", "--", "/opt/medplay/container/entrypoint.sh"]
+ENTRYPOINT ["/usr/bin/tini", "--", "/opt/medplay/entrypoints/entrypoint.sh"]
 CMD ["help"]

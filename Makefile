@@ -161,8 +161,8 @@ test-image: $(STAMP)
 # hadolint (Dockerfile) and shellcheck (every shell script), both from the pinned CPU environment.
 lint: $(STAMP)
 	$(VENV)/bin/hadolint Dockerfile
-	$(VENV)/bin/shellcheck container/*.sh docker/*.sh scripts/*.sh .ci/run
-	$(VENV)/bin/ruff check medical_team tests scripts container
+	$(VENV)/bin/shellcheck entrypoints/*.sh docker/*.sh scripts/*.sh .ci/run
+	$(VENV)/bin/ruff check medical_team tests scripts entrypoints
 
 # Speed and memory figures as JSON: the training step (scripts/bench.py -> build/bench.json), then `medplay eval`
 # of SmolLM2-135M with vLLM vs transformers (scripts/bench_eval.py -> build/bench_eval.json; `make bench-eval` alone).

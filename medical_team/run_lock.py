@@ -8,9 +8,14 @@ trainer which process holds the run (`lock_holder`: medical_team/run/processes.p
 
 Only the process that took the lock holds it: the descriptor is close-on-exec, and a child forked without
 exec (multiprocessing, data-loader workers) closes its copy at once, so no process left behind by a killed
-launcher keeps the folder locked. The appliance's pipeline (container/pipeline.sh) takes the lock on a
+launcher keeps the folder locked. The appliance's pipeline (entrypoints/pipeline.sh) takes the lock on a
 descriptor of its own before its first step writes to the folder and hands that descriptor to its `medplay
 train` through `MEDPLAY_RUN_LOCK_FD`; the launcher adopts it instead of refusing its own pipeline.
+
+A pipeline that ends before it writes to the folder (the probe refused the host, a mistake in the settings) removes
+the lock file it created, still holding it (`drop`), so a refused run leaves the volume as it found it. A run that
+opened the file before it went then locks a file no longer in the folder: every taker checks, once locked, that
+the folder's lock file is still the one it locked, and opens it again when it is not.
 """
 
 from __future__ import annotations
@@ -26,6 +31,11 @@ from pathlib import Path
 from medical_team.errors import UserInputError
 
 LOCK_NAME = "run.lock"
+# `take`'s exit status when the lock file was removed (`drop`) between the shell's open and the lock: open it again
+# (sysexits' EX_TEMPFAIL).
+REPLACED_EXIT = 75
+# Opens of the lock file before giving up, each one lost to a run that removed the file after the open.
+_OPEN_ATTEMPTS = 10
 # A descriptor of the lock file inherited from a parent that holds the lock for this run (the pipeline).
 INHERITED_FD_ENV = "MEDPLAY_RUN_LOCK_FD"
 # The lock file (device, inode) -> the descriptor this process holds it through.
@@ -44,29 +54,35 @@ def hold_run_lock(folder: Path) -> None:
     process that holds the lock does nothing.
     """
     path = lock_path(folder)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    except OSError as error:
-        raise UserInputError(f"cannot create the run's lock file: {error.strerror}", file=str(path)) from error
-    try:
-        key = _file_key(fd)
-        if key in _held:
+    for _ in range(_OPEN_ATTEMPTS):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as error:
+            raise UserInputError(f"cannot create the run's lock file: {error.strerror}", file=str(path)) from error
+        try:
+            key = _file_key(fd)
+            if key in _held:
+                os.close(fd)
+                return
+            inherited = _inherited_fd(key)
+            if inherited is not None and _try_lock(inherited, path):
+                os.close(fd)
+                os.set_inheritable(inherited, False)
+                _held[key] = inherited
+                return
+            if not _try_lock(fd, path):
+                raise _in_use(folder, _holder(fd))
+            if _file_key_of(path) != key:  # removed by a pipeline that ended before writing (`drop`): open it again
+                os.close(fd)
+                continue
+            _record_holder(fd, os.getpid())
+        except BaseException:
             os.close(fd)
-            return
-        inherited = _inherited_fd(key)
-        if inherited is not None and _try_lock(inherited, path):
-            os.close(fd)
-            os.set_inheritable(inherited, False)
-            _held[key] = inherited
-            return
-        if not _try_lock(fd, path):
-            raise _in_use(folder, _holder(fd))
-        _record_holder(fd, os.getpid())
-    except BaseException:
-        os.close(fd)
-        raise
-    _held[key] = fd
+            raise
+        _held[key] = fd
+        return
+    raise _replaced(path)
 
 
 def release_run_lock(folder: Path) -> None:
@@ -80,14 +96,32 @@ def release_run_lock(folder: Path) -> None:
 def take_inherited(folder: Path, fd: int, pid: int) -> None:
     """Lock `folder` through `fd`, a descriptor of its lock file that a shell keeps open, for process `pid`.
 
-    The lock belongs to the open file, so it stays with the shell after this process exits.
+    The lock belongs to the open file, so it stays with the shell after this process exits. `LockFileReplaced` when
+    the file was removed (`drop`) after the shell opened it: the shell opens it again and retries.
     """
     path = lock_path(folder)
-    if _file_key(fd) != _file_key_of(path):
+    if _file_key(fd) != _file_key_of(path) and os.fstat(fd).st_nlink:
         raise UserInputError(f"descriptor {fd} is not this folder's lock file", file=str(path))
     if not _try_lock(fd, path):
         raise _in_use(folder, _holder(fd))
+    if _file_key(fd) != _file_key_of(path):  # removed (`drop`) since the shell opened it
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        raise _replaced(path)
     _record_holder(fd, pid)
+
+
+def drop(folder: Path, fd: int) -> bool:
+    """Remove `folder`'s lock file, which this process holds through `fd`, as a run that wrote nothing there yet.
+
+    Removed while still locked, so no other run holds it meanwhile; those that opened it before check, once
+    they lock it, that it is still the folder's (`hold_run_lock`, `take_inherited`). False, and nothing removed,
+    when `fd` is not the folder's lock file or another open file holds the lock.
+    """
+    path = lock_path(folder)
+    if _file_key(fd) != _file_key_of(path) or not _try_lock(fd, path):
+        return False
+    path.unlink()
+    return True
 
 
 def _file_key(fd: int) -> tuple[int, int]:
@@ -151,6 +185,16 @@ def _holder(fd: int) -> str:
         return "a process that has not recorded its pid yet"
 
 
+class LockFileReplaced(UserInputError):
+    """The lock file was removed (`drop`) between this run's open of it and its lock."""
+
+
+def _replaced(path: Path) -> LockFileReplaced:
+    return LockFileReplaced(
+        "removed by a run that ended before writing, after this run opened it; start the run again", file=str(path)
+    )
+
+
 def _in_use(folder: Path, holder: str) -> UserInputError:
     return UserInputError(
         f"in use by another medplay run ({holder}; lock: {LOCK_NAME}); wait for it to end, stop it, "
@@ -173,7 +217,8 @@ os.register_at_fork(after_in_child=_close_in_forked_child)
 
 
 def main(argv: list[str]) -> int:
-    """For shell scripts: `name` prints the lock file's name; `take FOLDER FD PID` locks FOLDER through FD."""
+    """For shell scripts: `name` prints the lock file's name; `take FOLDER FD PID` locks FOLDER through FD (exit
+    REPLACED_EXIT: the file was removed, open it again); `drop FOLDER FD` removes the lock file FD holds."""
     if argv[:1] == ["name"] and len(argv) == 1:
         print(LOCK_NAME)
         return 0
@@ -182,9 +227,11 @@ def main(argv: list[str]) -> int:
             take_inherited(Path(argv[1]), int(argv[2]), int(argv[3]))
         except UserInputError as error:
             print(f"error: {error.one_line()}", file=sys.stderr)
-            return 2
+            return REPLACED_EXIT if isinstance(error, LockFileReplaced) else 2
         return 0
-    print("usage: python -m medical_team.run_lock name | take FOLDER FD PID", file=sys.stderr)
+    if argv[:1] == ["drop"] and len(argv) == 3:
+        return 0 if drop(Path(argv[1]), int(argv[2])) else 1
+    print("usage: python -m medical_team.run_lock name | take FOLDER FD PID | drop FOLDER FD", file=sys.stderr)
     return 2
 
 

@@ -38,7 +38,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SKIPPED_FOLDERS = {".git", ".venv", "build", "outputs", "__pycache__", ".pytest_cache", ".hypothesis", ".ruff_cache"}
-TOP_FOLDERS = ("docs", "scripts", "medical_team", "configs", "tests", "container", "docker", "requirements")
+TOP_FOLDERS = ("docs", "scripts", "medical_team", "configs", "tests", "entrypoints", "docker", "requirements")
 HASH_COMMENTED = {".sh", ".yaml", ".yml", ".toml", ".conf", ".in", ".lock", ".txt"}
 HASH_COMMENTED_NAMES = {"Makefile", "Dockerfile", "run"}
 # Segments that stand for a name the reader picks (`configs/profile/NAME.yaml`).

@@ -1,5 +1,6 @@
 """The tests mirror the package: one test folder per package of medical_team/, named as it, and no other folder
-but the whole-product runs (e2e/), the container's runtime and image (container/) and the bad-input corpus."""
+but the whole-product runs (e2e/), the container's runtime and image (container/: entrypoints/ and docker/) and the
+bad-input corpus."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ PACKAGE = Path(medical_team.__file__).resolve().parent
 # Test folders that mirror no package: what they test spans the product or lies outside medical_team/.
 BEYOND_THE_PACKAGE = {
     "e2e": "real `medplay train` runs on CPU, every process of the product at once",
-    "container": "the container's runtime (container/) and its image (docker/)",
+    "container": "the container: its runtime (entrypoints/) and its image (Dockerfile, docker/)",
     "corpus": "bad inputs, read by the tests of the code that refuses them",
 }
 

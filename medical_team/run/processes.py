@@ -14,7 +14,7 @@ calling Ray worker runs on (walking up from it to its raylet; when `medplay trai
 is the raylet's parent and holds every process of the run, the served judge included; when Ray's head was started
 by `ray start --head --block` (the appliance's ray-head.sh), that process holds the head's daemons and workers),
 and the process that holds the output folder's run lock (medical_team/run_lock.py): `medplay train`, or the
-appliance's pipeline (container/pipeline.sh) with its `medplay train` and served judge. A node joined over
+appliance's pipeline (entrypoints/pipeline.sh) with its `medplay train` and served judge. A node joined over
 `RAY_ADDRESS` whose `ray start` has exited contributes its raylet and the workers under it; other nodes' processes
 are not seen.
 

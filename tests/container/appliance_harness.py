@@ -8,7 +8,7 @@ from pathlib import Path
 from processes import free_ports, stop_session
 
 REPO = Path(__file__).resolve().parents[2]
-ENTRYPOINT = REPO / "container" / "entrypoint.sh"
+ENTRYPOINT = REPO / "entrypoints" / "entrypoint.sh"
 VENV_BIN = Path(sys.executable).parent
 
 __all__ = ["ENTRYPOINT", "REPO", "VENV_BIN", "free_ports", "stop_session"]

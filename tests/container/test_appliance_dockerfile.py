@@ -14,7 +14,7 @@ import time
 from appliance_harness import REPO
 
 DOCKERFILE = (REPO / "Dockerfile").read_text()
-HEALTHCHECK = REPO / "container" / "healthcheck.sh"
+HEALTHCHECK = REPO / "entrypoints" / "healthcheck.sh"
 
 
 def instructions(name: str) -> list[str]:
@@ -48,9 +48,9 @@ def test_volumes_offline_models_and_entrypoint():
                     "MEDPLAY_CHECKPOINTS=/checkpoints", "MEDPLAY_CACHE_DIR=/cache"):  # fmt: skip
         assert setting in environment, setting
     (entrypoint,) = instructions("ENTRYPOINT")
-    assert json.loads(entrypoint) == ["/usr/bin/tini", "--", "/opt/medplay/container/entrypoint.sh"]
+    assert json.loads(entrypoint) == ["/usr/bin/tini", "--", "/opt/medplay/entrypoints/entrypoint.sh"]
     (healthcheck,) = instructions("HEALTHCHECK")
-    assert healthcheck.endswith('CMD ["/opt/medplay/container/healthcheck.sh"]')
+    assert healthcheck.endswith('CMD ["/opt/medplay/entrypoints/healthcheck.sh"]')
 
 
 def healthcheck(run_dir, env_extra: dict[str, str]) -> subprocess.CompletedProcess[str]:

@@ -19,7 +19,7 @@ from tensorboard_run import wait_until_shown, write_events
 
 from medical_team.cli import COMMANDS
 
-SHELL_SCRIPTS = sorted([*REPO.glob("container/*.sh"), *REPO.glob("docker/*.sh"), REPO / ".ci" / "run"])
+SHELL_SCRIPTS = sorted([*REPO.glob("entrypoints/*.sh"), *REPO.glob("docker/*.sh"), REPO / ".ci" / "run"])
 
 
 def entrypoint(appliance, *args: str) -> subprocess.CompletedProcess[str]:
@@ -129,7 +129,7 @@ def test_judge_program_serves_on_loopback_and_stops_on_sigterm(appliance):
     (port,) = free_ports(1)
     appliance.env.update(MEDPLAY_JUDGE_SERVE_ARGS="--backend rules")
     (appliance.run_dir / "judge.args").write_text(f"--port={port}\n")  # the pipeline writes the composed port
-    server = subprocess.Popen([str(REPO / "container" / "judge-server.sh")], env=appliance.env,
+    server = subprocess.Popen([str(REPO / "entrypoints" / "judge-server.sh")], env=appliance.env,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)  # fmt: skip
     try:
         deadline = time.monotonic() + 120
@@ -171,7 +171,7 @@ def test_the_shell_reads_ray_resources_and_ports_from_the_composed_config(applia
     system_config = '{"task_events_max_num_task_in_gcs": 1000}'  # the GCS keeps the last thousand tasks' events
     assert composed(*keys, "profile=cpu-smoke") == ["16", "1", system_config, "8100"]  # the head is over-committed
     assert composed(*keys, "profile=80g", "medplay.judge.server_port=9000") == ["", "", system_config, "9000"]
-    pipeline = (REPO / "container" / "pipeline.sh").read_text()
+    pipeline = (REPO / "entrypoints" / "pipeline.sh").read_text()
     assert all(key in pipeline for key in keys) and "--num-cpus=16" not in pipeline
 
 

@@ -26,6 +26,9 @@ from processes import free_ports
 from tensorboard_run import wait_until_shown, write_events
 from test_appliance_pipeline import write_broken_csv
 
+from medical_team.plugin.step_hold import HOLD_ENV
+from medical_team.reliability.stop_request import STOP_FILE
+
 IMAGE = os.environ.get("MEDPLAY_TEST_IMAGE", "")
 ENGINE = shlex.split(os.environ.get("MEDPLAY_TEST_ENGINE", "docker"))
 UID = int(os.environ.get("MEDPLAY_TEST_UID", "1000"))
@@ -150,13 +153,17 @@ def test_train_two_steps_onto_the_host_volumes_then_export_and_report(volumes, t
 
 def test_stop_during_step_two_saves_a_checkpoint_and_a_second_run_resumes(volumes):
     command = ("train", "profile=cpu-smoke", "trainer.total_training_steps=3")
-    name = start(volumes, *command)
-    metrics = volumes.checkpoints / "metrics.jsonl"
+    # Step 2's update waits for the stop request (tests only: medical_team/plugin/step_hold.py), so the stop
+    # reaches the trainer while it provably sits in step 2, however short the steps are.
+    hold = f"{HOLD_ENV}=update_actor@2:/logs/held-step-2:/checkpoints/{STOP_FILE}"
+    name = start(volumes, *command, f"+ray_kwargs.ray_init.runtime_env.env_vars.{hold}")
+    metrics, held = volumes.checkpoints / "metrics.jsonl", volumes.logs / "held-step-2"
     try:
         deadline = time.monotonic() + 600
-        while steps_in(metrics) != [1]:  # step 1 logged: step 2 is running
-            assert running(name) and time.monotonic() < deadline, "step 1 was not logged"
+        while not held.exists():
+            assert running(name) and time.monotonic() < deadline, "step 2's update was not held"
             time.sleep(0.5)
+        assert steps_in(metrics) == [1]
         engine("stop", "-t", "720", name, timeout=780)
     finally:
         status, output = finish(name)

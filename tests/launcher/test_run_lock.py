@@ -1,9 +1,11 @@
 """One run per output folder (medical_team/run_lock.py), with real processes holding and asking for the lock.
 
-A second `medplay train`, `medplay sft` or appliance pipeline (container/pipeline.sh) on a folder whose lock a
+A second `medplay train`, `medplay sft` or appliance pipeline (entrypoints/pipeline.sh) on a folder whose lock a
 live process holds exits 2 with one line naming the folder and the holder's pid, and changes nothing in the folder;
 the pipeline's train step adopts the lock its shell holds; a holder killed with SIGKILL, whose forked and exec'd
-children live on, leaves the folder free at once.
+children live on, leaves the folder free at once. A pipeline refused before its first write to the volume leaves it
+as it found it (the lock file it created removed, one that was there kept), and a run that opened the lock file
+before such a pipeline removed it opens it again.
 """
 
 from __future__ import annotations
@@ -23,12 +25,20 @@ import pytest
 from omegaconf import OmegaConf
 from processes import stop_session
 
+from medical_team import run_lock
 from medical_team.launcher.launch import locked_folders
 from medical_team.reliability.stop_request import STOP_FILE
-from medical_team.run_lock import INHERITED_FD_ENV, LOCK_NAME, hold_run_lock, lock_holder, release_run_lock
+from medical_team.run_lock import (
+    INHERITED_FD_ENV,
+    LOCK_NAME,
+    REPLACED_EXIT,
+    hold_run_lock,
+    lock_holder,
+    release_run_lock,
+)
 
 REPO = Path(__file__).resolve().parents[2]
-PIPELINE = REPO / "container" / "pipeline.sh"
+PIPELINE = REPO / "entrypoints" / "pipeline.sh"
 MEDPLAY = str(Path(sys.executable).with_name("medplay"))
 OLD_MTIME_NS = 1_600_000_000 * 10**9  # a fixed past time: any write to a file or folder moves it
 # Takes the lock on argv[1] (twice: the second call, in the holding process, does nothing), optionally starts a
@@ -50,7 +60,7 @@ if sys.argv[2:] == ["children"]:
 print("ready", flush=True)
 sys.stdin.read()
 """
-# The pipeline's lines (container/pipeline.sh): the shell opens the lock file of folder $1 and holds the lock.
+# The pipeline's lines (entrypoints/pipeline.sh): the shell opens the lock file of folder $1 and holds the lock.
 SHELL_HOLDS = (
     'exec {fd}<>"$1/$(python -m medical_team.run_lock name)"\npython -m medical_team.run_lock take "$1" "$fd" $$\n'
 )
@@ -119,6 +129,21 @@ def held_line(folder: Path, pid: int) -> str:
     return f"{folder}: in use by another medplay run (pid {pid} on host {socket.gethostname()}; lock: {LOCK_NAME})"
 
 
+def pipeline_env(tmp_path: Path, folder: Path) -> dict[str, str]:
+    """The appliance's variables for a pipeline on `folder` as its checkpoints volume, its other folders in `tmp_path`."""
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(exist_ok=True)
+    return {
+        **venv_first(),
+        "MEDPLAY_HOME": str(REPO),
+        "MEDPLAY_CHECKPOINTS": str(folder),
+        "MEDPLAY_LOGS": str(tmp_path / "logs"),
+        "MEDPLAY_RUN_DIR": str(run_dir),
+        "MEDPLAY_DATA": str(tmp_path / "data"),
+        "MEDPLAY_RUN_CONFIG": str(tmp_path / "run.yaml"),
+    }
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("command", ["train", "sft"])
 def test_a_second_run_on_a_held_folder_exits_2_naming_the_holder_and_changes_nothing(
@@ -142,16 +167,8 @@ def test_a_second_run_on_a_held_folder_exits_2_naming_the_holder_and_changes_not
 
 def test_the_appliance_pipeline_refuses_a_held_checkpoints_volume_before_its_first_step(tmp_path: Path) -> None:
     folder = used_folder(tmp_path / "checkpoints")
-    run_dir, logs = tmp_path / "run", tmp_path / "logs"
-    run_dir.mkdir()
-    env = {
-        **venv_first(),
-        "MEDPLAY_HOME": str(REPO),
-        "MEDPLAY_CHECKPOINTS": str(folder),
-        "MEDPLAY_LOGS": str(logs),
-        "MEDPLAY_RUN_DIR": str(run_dir),
-        "MEDPLAY_DATA": str(tmp_path / "data"),
-    }
+    env = pipeline_env(tmp_path, folder)
+    run_dir, logs = Path(env["MEDPLAY_RUN_DIR"]), Path(env["MEDPLAY_LOGS"])
     with holder(folder) as holding:
         date_back(folder)
         before = snapshot(folder)
@@ -165,6 +182,83 @@ def test_the_appliance_pipeline_refuses_a_held_checkpoints_volume_before_its_fir
         )
         assert not any((logs / "pipeline").iterdir())  # no step ran
         assert snapshot(folder) == before
+
+
+@pytest.mark.slow
+def test_a_pipeline_the_probe_refuses_leaves_an_empty_volume_empty(tmp_path: Path) -> None:
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    env = pipeline_env(tmp_path, folder)
+    (tmp_path / "run" / "train.args").write_text("profile=80g\n")  # `train profile=80g` on a host without a GPU
+
+    pipeline = subprocess.run(["bash", str(PIPELINE)], env=env, capture_output=True, text=True, timeout=300,
+                              check=False)  # fmt: skip
+
+    assert pipeline.returncode == 3, pipeline.stdout[-5000:] + pipeline.stderr[-3000:]
+    assert "step probe failed with exit status 3" in pipeline.stdout
+    assert sorted(folder.iterdir()) == []
+    assert json.loads((tmp_path / "logs" / "probe.json").read_text())["ok"] is False  # the refusal's record
+
+
+def test_a_pipeline_refused_before_its_first_write_keeps_a_lock_file_that_was_there(tmp_path: Path) -> None:
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    env = pipeline_env(tmp_path, folder)
+    (tmp_path / "run.yaml").write_text('medplay: {judge: {url: "a\\nb"}}\n')  # refused before the probe
+    (folder / LOCK_NAME).write_text('{"pid": 1, "host": "an earlier run"}\n')
+
+    pipeline = subprocess.run(["bash", str(PIPELINE)], env=env, capture_output=True, text=True, timeout=120,
+                              check=False)  # fmt: skip
+
+    assert pipeline.returncode == 2, pipeline.stdout[-5000:] + pipeline.stderr[-3000:]
+    assert "field 'medplay.judge.url': a value of one line is expected" in pipeline.stdout
+    assert sorted(path.name for path in folder.iterdir()) == [LOCK_NAME]
+    # The folder was taken, then given back: the next run takes it.
+    assert acquire(folder).stdout == "locked\n"
+
+
+def test_a_lock_file_removed_after_a_shells_open_is_opened_again(tmp_path: Path) -> None:
+    folder = tmp_path / "checkpoints"
+    folder.mkdir()
+    # Two opens of the lock file in one shell, two runs: `a` holds it, `b` opened it, `a` ends before writing.
+    script = (
+        'exec {a}<>"$1/$(python -m medical_team.run_lock name)"\n'
+        'python -m medical_team.run_lock take "$1" "$a" $$\n'
+        'exec {b}<>"$1/$(python -m medical_team.run_lock name)"\n'
+        'python -m medical_team.run_lock drop "$1" "$b" || echo "drop by b: $?"\n'
+        'python -m medical_team.run_lock drop "$1" "$a" && echo "dropped by a"\n'
+        "exec {a}>&-\n"
+        'python -m medical_team.run_lock take "$1" "$b" $$ || echo "take by b: $?"\n'
+    )
+    command = ["bash", "-c", script, "pipeline", str(folder)]
+    shell = subprocess.run(command, env=venv_first(), capture_output=True, text=True, timeout=120, check=True)
+
+    assert shell.stdout.splitlines() == ["drop by b: 1", "dropped by a", f"take by b: {REPLACED_EXIT}"], shell.stderr
+    assert "removed by a run that ended before writing, after this run opened it; start the run again" in shell.stderr
+    assert not (folder / LOCK_NAME).exists()  # `b` locked a file no longer in the folder, and let it go
+
+
+def test_a_run_whose_lock_file_went_between_its_open_and_its_lock_holds_the_new_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_try_lock = run_lock._try_lock
+    removed = []
+
+    def removed_first(fd: int, path: Path) -> bool:
+        if not removed:  # a pipeline that ended before writing removes the file this run has just opened
+            removed.append(path)
+            path.unlink()
+        return real_try_lock(fd, path)
+
+    monkeypatch.setattr(run_lock, "_try_lock", removed_first)
+    hold_run_lock(tmp_path)
+    try:
+        assert removed == [tmp_path / LOCK_NAME]
+        assert lock_holder(tmp_path) == os.getpid()  # recorded in the file now in the folder
+        refused = acquire(tmp_path)
+        assert refused.returncode == 1 and held_line(tmp_path, os.getpid()) in refused.stderr
+    finally:
+        release_run_lock(tmp_path)
 
 
 def test_a_child_of_the_shell_holding_the_lock_adopts_it_others_are_refused(tmp_path: Path) -> None:

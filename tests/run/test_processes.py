@@ -60,7 +60,7 @@ from medical_team.run_lock import hold_run_lock, release_run_lock
             "python_resource_tracker",
         ),
         (["/usr/bin/python3", "/venv/bin/ray", "start", "--head", "--block", "--port=6379"], "ray_head"),
-        (["/bin/bash", "/opt/medplay/container/pipeline.sh", "train"], "pipeline"),
+        (["/bin/bash", "/opt/medplay/entrypoints/pipeline.sh", "train"], "pipeline"),
         (["/bin/sleep", "5"], OTHER),
         ([], OTHER),
     ],

@@ -7,13 +7,20 @@ set -euo pipefail
 
 logs="${MEDPLAY_LOGS}/pipeline"
 run_dir="${MEDPLAY_RUN_DIR}"
-supervisorctl=(supervisorctl --configuration "${MEDPLAY_HOME}/container/supervisord.conf")
+supervisorctl=(supervisorctl --configuration "${MEDPLAY_HOME}/entrypoints/supervisord.conf")
 mkdir -p "${logs}"
 
 say() { printf '%s pipeline: %s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)" "$*"; }
 
+# Set while this pipeline holds a lock file it created and no step has written to the checkpoints volume.
+drop_lock_file=""
 finish() {
     local code=$?
+    # A run that ends before writing there (a refusal of the probe, a mistake in the settings) leaves the volume
+    # as it found it: the lock file it created goes, removed while still held (medical_team/run_lock.py).
+    if [[ -n "${drop_lock_file}" ]]; then
+        python -m medical_team.run_lock drop "${MEDPLAY_CHECKPOINTS}" "${run_lock_fd}" || true
+    fi
     echo "${code}" > "${run_dir}/pipeline.status"
     say "finished with exit status ${code}"
 }
@@ -77,12 +84,22 @@ http_ok() { python -c 'import sys, httpx; sys.exit(httpx.get(sys.argv[1], timeou
 # --- one run per output folder: its lock (medical_team/run_lock.py), held by this shell's open file until the
 # pipeline ends, taken before any step writes to the folder; the train step adopts it (MEDPLAY_RUN_LOCK_FD).
 mkdir -p "${MEDPLAY_CHECKPOINTS}"
-exec {run_lock_fd}<>"${MEDPLAY_CHECKPOINTS}/$(python -m medical_team.run_lock name)"
-refused="$(python -m medical_team.run_lock take "${MEDPLAY_CHECKPOINTS}" "${run_lock_fd}" "$$" 2>&1)" || {
-    code=$?
+lock_file="${MEDPLAY_CHECKPOINTS}/$(python -m medical_team.run_lock name)"
+while true; do
+    created=""
+    [[ -e "${lock_file}" ]] || created=1
+    exec {run_lock_fd}<>"${lock_file}"
+    code=0
+    refused="$(python -m medical_team.run_lock take "${MEDPLAY_CHECKPOINTS}" "${run_lock_fd}" "$$" 2>&1)" || code=$?
+    # 75 (EX_TEMPFAIL): a run that ended before writing removed the file after this shell opened it; open it again.
+    ((code == 75)) || break
+    exec {run_lock_fd}>&-
+done
+if ((code != 0)); then
     say "${refused}"
     exit "${code}"
-}
+fi
+drop_lock_file="${created}"
 export MEDPLAY_RUN_LOCK_FD="${run_lock_fd}"
 
 # --- the user's settings: the mounted settings file, then the Hydra overrides of `train` (written by the
@@ -199,6 +216,7 @@ fi
 if [[ -f "${MEDPLAY_DATA}/benchmark.csv" ]]; then
     convert_args+=(--benchmark "${MEDPLAY_DATA}/benchmark.csv")
 fi
+drop_lock_file=""  # the first step that writes to the checkpoints volume
 run_step convert medplay convert "${convert_args[@]}"
 
 # --- train: the chosen profile, the mounted volumes, the Ray cluster above, then the user's overrides -------

@@ -1,6 +1,6 @@
 """`train` of the entrypoint: hand the overrides to the pipeline, run supervisord here, exit with the pipeline's status.
 
-The entrypoint execs `python container/supervise.py [OVERRIDES...]`, so this process is supervisord: signals such as
+The entrypoint execs `python entrypoints/supervise.py [OVERRIDES...]`, so this process is supervisord: signals such as
 `docker stop`'s SIGTERM reach supervisord's own handlers unchanged (supervisord itself always exits 0).
 """
 

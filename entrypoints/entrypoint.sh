@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The container's entrypoint: `docker run medplay:TAG COMMAND [ARGS...]`; `help` lists the commands.
 # A dispatcher: every command execs its program, so signals (docker stop) reach it directly. `train` execs
-# supervisord through container/supervise.py, which exits with the pipeline's exit status.
+# supervisord through entrypoints/supervise.py, which exits with the pipeline's exit status.
 set -euo pipefail
 
 MEDPLAY_HOME="${MEDPLAY_HOME:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}"
@@ -60,8 +60,8 @@ USAGE
 command="${1:-help}"
 shift || true
 case "${command}" in
-    # supervise.py writes the overrides for the pipeline and becomes supervisord (container/supervisord.conf).
-    train) exec python "${MEDPLAY_HOME}/container/supervise.py" "$@" ;;
+    # supervise.py writes the overrides for the pipeline and becomes supervisord (entrypoints/supervisord.conf).
+    train) exec python "${MEDPLAY_HOME}/entrypoints/supervise.py" "$@" ;;
     shell) exec bash "$@" ;;
     probe | convert | sft | eval | export | predict | report | compare | judge | config | model | version) exec medplay "${command}" "$@" ;;
     # Every address in the container: it is reached only through the port the user publishes (-p).

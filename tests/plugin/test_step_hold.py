@@ -1,0 +1,68 @@
+"""The tests' step hold (medical_team/plugin/step_hold.py) on verl's own worker class: the N-th call of a phase's
+method writes its held file and waits for the release file before verl's method runs; the calls before it do not."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from medical_team.plugin.step_hold import HOLD_ENV, hold_in_this_process
+
+
+def wait_for_file(path: Path, timeout_s: float = 60) -> None:
+    """Return once `path` exists."""
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.05)
+
+
+def test_the_nth_call_waits_for_the_release_file_after_saying_it_is_held(tmp_path: Path, monkeypatch) -> None:
+    from verl.single_controller.base.decorator import MAGIC_ATTR
+    from verl.workers.engine_workers import ActorRolloutRefWorker
+
+    original = ActorRolloutRefWorker.update_actor
+    monkeypatch.setattr(ActorRolloutRefWorker, "update_actor", original)  # restored after the test
+    held, release = tmp_path / "logs" / "held", tmp_path / "release"
+    monkeypatch.setenv(HOLD_ENV, f"update_actor@2:{held}:{release}")
+    assert hold_in_this_process() == "update_actor"
+    patched = ActorRolloutRefWorker.update_actor
+    assert getattr(patched, MAGIC_ATTR) == getattr(original, MAGIC_ATTR)  # verl still dispatches it
+
+    with pytest.raises(AttributeError):  # the first call goes straight to verl's method, which finds no worker
+        patched(object(), None)
+    assert not held.exists()
+
+    reached_verl: list[AttributeError] = []
+
+    def second_call() -> None:
+        try:
+            patched(object(), None)
+        except AttributeError as error:  # verl's method, reached without a worker
+            reached_verl.append(error)
+
+    call = threading.Thread(target=second_call, daemon=True)
+    call.start()
+    wait_for_file(held)
+    assert "update_actor's call 2 held until" in held.read_text()
+    assert call.is_alive() and reached_verl == []  # held: the release file does not exist yet
+
+    release.touch()
+    call.join(timeout=60)
+
+    assert not call.is_alive() and len(reached_verl) == 1
+
+
+@pytest.mark.parametrize("value", ["update_actor", "update_actor@2:/only/held", "nothing@1:/a:/b", "ref@x:/a:/b"])
+def test_a_malformed_hold_is_refused_naming_the_form(monkeypatch, value: str) -> None:
+    monkeypatch.setenv(HOLD_ENV, value)
+    with pytest.raises(ValueError, match="expected PHASE@N:HELD:RELEASE"):
+        hold_in_this_process()
+
+
+def test_no_hold_asked_wraps_nothing(monkeypatch) -> None:
+    monkeypatch.delenv(HOLD_ENV, raising=False)
+    assert hold_in_this_process() is None
