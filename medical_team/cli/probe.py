@@ -1,6 +1,7 @@
 """`medplay probe`: measure the host, choose the hardware profile, print a table and write probe.json.
 
-`medplay probe --plan [profile=NAME] [overrides]` writes only the memory plan of the composed config (plan.json).
+`medplay probe --plan [profile=NAME] [--gpus N] [overrides]` writes only the memory plan of the composed config on
+this host's GPUs, or N of them (plan.json; probe_plan.py).
 `--run-overrides FILE` also writes the overrides the run trains with (the container's pipeline passes them on).
 Exit status: 0 when the host can train the chosen profile (the plan fits), 3 when it cannot (each reason printed),
 2 for usage errors.
@@ -16,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from medical_team.cli.train import add_config_argument, user_overrides
 from medical_team.hardware.attention import ATTENTION_KEY, FLASH_ATTENTION, NO_PADDING_REMOVAL, attention_overrides
-from medical_team.redaction import redacted_overrides
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -127,8 +127,11 @@ def compose_plan(profile: str, overrides: list[str], vram_gib: float) -> MemoryP
     return config_plan(*checked_config(profile, overrides), vram_gib)
 
 
-def config_plan(config: DictConfig, settings: SelfPlaySettings, vram_gib: float) -> MemoryPlan:
-    """The memory plan of a checked config on a card of `vram_gib` GiB.
+def config_plan(
+    config: DictConfig, settings: SelfPlaySettings, vram_gib: float, judge_beside: bool = True
+) -> MemoryPlan:
+    """The memory plan of a checked config on a card of `vram_gib` GiB (a served judge on it unless `judge_beside` is
+    false: a GPU of its own).
 
     With `medplay.emulate_gpu_gib` the card is the emulated one, as `medplay train` sizes it (run_plan.plan_card).
     """
@@ -136,78 +139,10 @@ def config_plan(config: DictConfig, settings: SelfPlaySettings, vram_gib: float)
     from medical_team.launcher.run_plan import plan_card
 
     emulated = settings.emulate_gpu_gib
-    plan = run_memory_plan(config, settings.judge, plan_card(emulated, vram_gib))
+    plan = run_memory_plan(config, settings.judge, plan_card(emulated, vram_gib), judge_beside)
     if emulated is not None:
         plan.notes.insert(0, f"card: {emulated:g} GiB (medplay.emulate_gpu_gib), not {vram_gib:.1f} GiB")
     return plan
-
-
-def render_plan(profile: str, plan: MemoryPlan) -> Table:
-    """Every phase's peak and its three largest terms."""
-    from rich.table import Table
-
-    table = Table(title=f"medplay memory plan: profile {profile} on {plan.vram_gib:.1f} GiB", header_style="bold")
-    for column in ("phase", "peak GiB", "share", "largest terms (GiB)"):
-        table.add_column(column)
-    for phase in plan.phases:
-        terms = sorted(phase.terms.items(), key=lambda item: -item[1])[:3]
-        table.add_row(
-            phase.name,
-            f"{phase.peak_gib:.1f}",
-            f"{100 * phase.peak_gib / plan.vram_gib:.0f} %",
-            ", ".join(f"{name} {gib:.1f}" for name, gib in terms),
-        )
-    return table
-
-
-def run_plan(args: argparse.Namespace, overrides: list[str]) -> int:
-    """`--plan`: compose the config, plan its memory on this GPU (or the profile's card) and write plan.json."""
-    from rich.console import Console
-
-    from medical_team.errors import UserInputError
-    from medical_team.hardware.host_facts import nvidia_smi_facts
-    from medical_team.hardware.profiles import hardware_profiles, profile_for_vram
-
-    profiles = hardware_profiles()
-    _, _, gpus = nvidia_smi_facts()
-    vram, source = args.vram_gib, "--vram-gib"
-    if vram is None and gpus:
-        vram, source = gpus[0].total_vram_gib, f"GPU 0 ({gpus[0].name})"
-    profile = requested_profile(overrides, args.profile) or (profile_for_vram(vram) if vram else None)
-    if profile is None or profile not in profiles or not profiles[profile].needs_gpu:
-        gpu_profiles = ", ".join(name for name, item in profiles.items() if item.needs_gpu)
-        raise UserInputError(
-            f"the plan is for a GPU profile: name one with profile=NAME ({gpu_profiles})", field="profile"
-        )
-    if vram is None:
-        vram, source = profiles[profile].card_gib, f"profile {profile}'s card"
-    plan = compose_plan(profile, overrides, vram)
-    if plan.vram_gib != vram:
-        source = "medplay.emulate_gpu_gib"
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=160)
-    console.print(render_plan(profile, plan))
-    for line in [*plan.notes, *plan.to_json_dict()["advice"]]:
-        console.print(line, soft_wrap=True, highlight=False)
-    output = Path(args.output or "plan.json")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    report = {
-        "profile": profile,
-        "overrides": redacted_overrides(overrides),
-        "vram_source": source,
-        **plan.to_json_dict(),
-    }
-    output.write_text(json.dumps(report, indent=2) + "\n")
-    verdict = "fits" if plan.fits else "does NOT fit"
-    console.print(
-        f"profile {profile} {verdict}: peak {plan.peak.peak_gib:.1f} GiB in {plan.peak.name} = "
-        f"{100 * plan.peak_fraction:.1f} % of {plan.vram_gib:.1f} GiB (bar {100 * plan.bar:.0f} %); "
-        f"plan written to {output}",
-        soft_wrap=True,
-        highlight=False,
-    )
-    return 0 if plan.fits else REFUSED
 
 
 def run(args: argparse.Namespace) -> int:
@@ -215,10 +150,12 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from medical_team.cache_folder import cache_dir
+    from medical_team.cli.probe_plan import host_plan, planned_gpus
     from medical_team.errors import UserInputError
     from medical_team.hardware.host_facts import collect_facts, with_cache_folder
     from medical_team.hardware.probe import assess, chosen_profile
     from medical_team.hardware.profiles import hardware_profiles
+    from medical_team.launcher.compose import named_keys
     from medical_team.launcher.disk_plan import config_checkpoint_parts
     from medical_team.models.shape import GIB
 
@@ -236,7 +173,11 @@ def run(args: argparse.Namespace) -> int:
         )
     overrides = [*attention_overrides, *overrides]  # checked and planned as the run will train
     if args.plan:
+        from medical_team.cli.probe_plan import run_plan
+
         return run_plan(args, overrides)
+    if args.gpus is not None:
+        raise UserInputError("--gpus plans for that many GPUs: it goes with --plan", field="--gpus")
     profiles = hardware_profiles()
     requested = requested_profile(overrides, args.profile)
     if requested is not None and requested not in profiles:
@@ -246,17 +187,20 @@ def run(args: argparse.Namespace) -> int:
     chosen = chosen_profile(facts, requested)
     profile = profiles.get(chosen or "")
     on_gpu = profile is not None and profile.needs_gpu and bool(facts.gpus)
-    plan, cache_setting, checkpoint_gib = None, None, args.checkpoint_gib
+    planned, cache_setting, checkpoint_gib = None, None, args.checkpoint_gib
     if profile is not None:
-        # The settings' mistakes before any work, on a GPU or not; one checkpoint of them; on a GPU, their plan.
+        # The settings' mistakes before any work, on a GPU or not; one checkpoint of them; on a GPU, their plan on
+        # the host's GPUs (the policy's and the judge's, as `medplay train` places them).
         config, settings = checked_config(profile.name, overrides)
         cache_setting = settings.cache_dir
         if checkpoint_gib is None:
             checkpoint_gib = sum(config_checkpoint_parts(config).values()) / GIB
         if on_gpu:
-            plan = config_plan(config, settings, args.vram_gib or facts.gpus[0].total_vram_gib)
+            gpus, _ = planned_gpus(None, args.vram_gib, facts.gpus, ("", profile.card_gib))
+            planned = host_plan(config, settings, gpus, named_keys(overrides))
     facts = with_cache_folder(facts, cache_dir(cache_setting))
-    report = assess(facts, requested, checkpoint_gib, attention, plan)
+    plan, gpus_used = (None, None) if planned is None else (planned.plan, planned.to_json_dict())
+    report = assess(facts, requested, checkpoint_gib, attention, plan, gpus_used)
     console.print(render(report))
     # Message lines are never wrapped: a long path must not split a sentence that logs and tests search for.
     for note in report.notes:
@@ -293,6 +237,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="write only the memory plan of the composed config (profile=NAME and overrides, as `medplay train`): "
         "each phase's peak GPU memory, the share of the card and whether it stays under 90 %%",
+    )
+    parser.add_argument(
+        "--gpus",
+        type=int,
+        metavar="N",
+        help="with --plan: plan for N GPUs of this host's model (without a GPU: of the profile's card) instead of the "
+        "GPUs this host has: which GPUs the policy and the judge get, and each GPU's memory",
     )
     parser.add_argument(
         "--vram-gib",

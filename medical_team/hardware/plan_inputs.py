@@ -63,6 +63,8 @@ class PlanInputs:
     judge_max_model_len: int
     max_sequence: int
     games_per_step: int
+    # GPUs the actor's FSDP shards its parameters, gradients and AdamW over (one GPU holds 1/fsdp_ranks of them).
+    fsdp_ranks: int
 
 
 def config_value(config: Mapping, dotted: str):
@@ -161,4 +163,12 @@ def plan_inputs(config: Mapping, judge: ServedJudgeInputs | None) -> PlanInputs:
         judge_max_model_len=0 if judge is None else judge.max_model_len,
         max_sequence=max_sequence,
         games_per_step=int(config_value(config, "data.train_batch_size")) * int(config_value(config, f"{ROLLOUT}.n")),
+        fsdp_ranks=fsdp_ranks(config),
     )
+
+
+def fsdp_ranks(config: Mapping) -> int:
+    """The GPUs one FSDP group spans: every policy GPU (trainer.n_gpus_per_node x nnodes), or fsdp_size when set."""
+    world = int(config_value(config, "trainer.n_gpus_per_node")) * int(config_value(config, "trainer.nnodes"))
+    size = int(config_value(config, "actor_rollout_ref.actor.fsdp_config.fsdp_size"))
+    return min(size, world) if size > 0 else world

@@ -63,16 +63,22 @@ def _games(settings: BatchSettings, scaled: bool, ranks: int) -> str:
     )
 
 
+def _counted(count: int, what: str) -> str:
+    """`1 FSDP rank`, `3 FSDP ranks`."""
+    return f"{count} {what}{'' if count == 1 else 's'}"
+
+
 def _policy_line(gpus: GpuSet, where: Placement) -> str:
     """Where the policy and the judge run, for the console."""
     policy = gpus.labels(range(where.policy))
-    line = f"GPUs: {gpus.describe()}: the policy on {policy} ({where.policy} FSDP rank(s) with a vLLM rollout replica each)"
+    line = f"GPUs: {gpus.describe()}: the policy on {policy} ({_counted(where.policy, 'FSDP rank')}, a vLLM rollout "
+    line += "replica each)"
     if where.judge_gpu is not None:
         line += f", the judge's vLLM on {gpus.labels([where.judge_gpu])} of its own"
     elif where.judge_served:
         line += f", the judge's vLLM beside it on {gpus.labels([0])}"
     if where.idle:
-        line += f"; {where.idle} GPU(s) idle"
+        line += f"; {_counted(where.idle, 'GPU')} idle"
     return line
 
 
@@ -132,6 +138,7 @@ def gpu_plan(
             judge_devices = device_id(gpus.gpus[where.judge_gpu if where.judge_gpu is not None else 0])
         line = f"{_policy_line(gpus, where)}; {_games(settings, bool(scaled), ranks)}"
     elif ranks > 1:
-        device = "fake GPU(s) on the CPU" if on_cpu else "GPU(s) per node"
-        line = f"{nodes} node(s) x {policy} {device}: {ranks} FSDP ranks; {_games(settings, bool(scaled), ranks)}"
+        device = "fake GPU" if on_cpu else "GPU"
+        line = f"{_counted(nodes, 'node')} x {_counted(policy, device)}: {ranks} FSDP ranks; "
+        line += _games(settings, bool(scaled), ranks)
     return GpuPlan(changes, line, judge_devices, None if gpus is None else gpus.vram_gib, gpus, where)

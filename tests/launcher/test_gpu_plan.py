@@ -144,7 +144,10 @@ def test_a_named_count_takes_the_first_gpus_and_the_judge_the_next(judge, monkey
     run = plan_run(["profile=80g", judge, "trainer.n_gpus_per_node=2"], gpus=gpus(8))
     assert run.config.trainer.n_gpus_per_node == 2 and run.plan.judge_devices == "GPU-0002"
     (line,) = [line for line in run.plan.lines if line.startswith("GPUs: ")]
-    assert "the policy on GPU 0, 1 (2 FSDP rank(s)" in line and "on GPU 2 of its own; 5 GPU(s) idle" in line
+    assert (
+        "the policy on GPU 0, 1 (2 FSDP ranks, a vLLM rollout replica each)" in line
+        and "on GPU 2 of its own; 5 GPUs idle" in line
+    )
     shared = plan_run(["profile=80g", judge, "trainer.n_gpus_per_node=4"], gpus=gpus(4))
     assert shared.plan.judge_devices == "GPU-0000"  # every GPU trains: the judge beside the policy's first
 
