@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from omegaconf import DictConfig
     from rich.table import Table
 
+    from medical_team.cli.probe_plan import HostPlan
     from medical_team.hardware.host_facts import PackageFacts
     from medical_team.hardware.memory_plan import MemoryPlan
     from medical_team.hardware.probe import ProbeReport
@@ -212,8 +213,23 @@ def run(args: argparse.Namespace) -> int:
     output.write_text(json.dumps(report.to_json_dict(), indent=2) + "\n")
     console.print(f"profile: {report.profile}; report written to {output}", soft_wrap=True)
     if args.run_overrides is not None:
-        write_run_overrides(Path(args.run_overrides), run_overrides(report.profile, overrides) if report.ok else None)
+        profile, *rest = run_overrides(report.profile, overrides)  # the profile first: the pipeline reads it there
+        trains_with = [profile, *ray_head_gpus(planned), *rest]
+        write_run_overrides(Path(args.run_overrides), trains_with if report.ok else None)
     return 0 if report.ok else REFUSED
+
+
+def ray_head_gpus(planned: HostPlan | None) -> list[str]:
+    """The GPUs a Ray head the container's pipeline starts declares, when the policy trains on fewer than the host
+    shows (a judge on a GPU of its own): `ray_kwargs.ray_init.num_gpus=N` (what `medplay config get` hands the
+    head; `medplay train` joins it and leaves them to it). Ray gives its GPU slots 0..N-1 to the first N GPUs the
+    head sees, the policy's, so the judge's stays its own. The overrides that follow win."""
+    from medical_team.launcher.gpu_plan import RAY_GPUS_KEY
+
+    if planned is None or planned.placed.gpus is None or planned.placed.placement is None:
+        return []
+    policy = planned.placed.placement.policy
+    return [f"{RAY_GPUS_KEY}={policy}"] if policy < len(planned.placed.gpus.visible) else []
 
 
 def write_run_overrides(path: Path, overrides: list[str] | None) -> None:

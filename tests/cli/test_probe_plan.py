@@ -11,7 +11,7 @@ import json
 import pytest
 
 from medical_team.cli import main
-from medical_team.cli.probe import checked_config, compose_plan
+from medical_team.cli.probe import checked_config, compose_plan, ray_head_gpus
 from medical_team.cli.probe_plan import host_plan
 from medical_team.hardware.host_facts import GpuFacts, HostFacts, PackageFacts
 from medical_team.hardware.probe import assess
@@ -85,3 +85,14 @@ def test_more_gpus_than_there_are_and_gpus_without_plan_are_refused(tmp_path, ca
     assert "field 'trainer.n_gpus_per_node': 4 GPUs asked for; this host has 2: 2 x " in capsys.readouterr().err
     assert main(["probe", "--output", output, "--gpus", "4"]) == 2
     assert "--gpus plans for that many GPUs: it goes with --plan" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("count", "overrides", "declared"), [(4, [], ["ray_kwargs.ray_init.num_gpus=3"]), (1, [], []),
+                                                              (4, ["medplay.judge.backend=rules"], [])])  # fmt: skip
+def test_the_appliances_ray_head_declares_the_policys_gpus_only(count, overrides, declared):
+    # The probe's run overrides reach the pipeline's Ray head (`medplay config get ray_kwargs.ray_init.num_gpus`):
+    # 3 of 4 GPUs, so Ray's slots 0-2 are GPUs 0-2 and the judge's GPU 3 stays its own; nothing when every GPU trains.
+    facts = host(*[H100] * count)
+    planned = host_plan(*checked_config("80g", overrides), facts.gpus, named=())
+    assert ray_head_gpus(planned) == declared
+    assert ray_head_gpus(None) == []
