@@ -15,20 +15,17 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from medical_team.cli.probe_plan import REFUSED
 from medical_team.cli.train import add_config_argument, user_overrides
 from medical_team.hardware.attention import ATTENTION_KEY, FLASH_ATTENTION, NO_PADDING_REMOVAL, attention_overrides
+from medical_team.launcher.host_plan import checked_config, requested_profile, run_overrides, sets_key
 
 if TYPE_CHECKING:
-    from omegaconf import DictConfig
     from rich.table import Table
 
-    from medical_team.cli.probe_plan import HostPlan
     from medical_team.hardware.host_facts import PackageFacts
-    from medical_team.hardware.memory_plan import MemoryPlan
     from medical_team.hardware.probe import ProbeReport
-    from medical_team.run.settings import SelfPlaySettings
-
-REFUSED = 3
+    from medical_team.launcher.host_plan import HostPlan
 
 
 def _gib(value: float | None) -> str:
@@ -83,17 +80,6 @@ def render(report: ProbeReport) -> Table:
     return table
 
 
-def _names(key: str, override: str) -> bool:
-    """True when `override` sets `key` (`KEY=V`, `+KEY=V`, `++KEY=V`)."""
-    return "=" in override and override.split("=", 1)[0].lstrip("+") == key
-
-
-def requested_profile(overrides: list[str], flag: str | None) -> str | None:
-    """The profile named by a `profile=NAME` override, else by --profile (`flag`)."""
-    named = [item.split("=", 1)[1] for item in overrides if _names("profile", item)]
-    return named[-1] if named else flag
-
-
 def run_attention(overrides: list[str], host_attention: str) -> tuple[str, list[str]]:
     """The attention the run uses, and the overrides it adds for it.
 
@@ -101,49 +87,10 @@ def run_attention(overrides: list[str], host_attention: str) -> tuple[str, list[
     MEDPLAY_ATTENTION in the container), which, unless it is flash_attention_2, adds its implementation and turns
     padding removal off.
     """
-    named = [item.split("=", 1)[1] for item in overrides if _names(ATTENTION_KEY, item)]
+    named = [item.split("=", 1)[1] for item in overrides if sets_key(ATTENTION_KEY, item)]
     if named:
         return named[-1], []
     return host_attention, attention_overrides(host_attention)
-
-
-def run_overrides(profile: str, overrides: list[str]) -> list[str]:
-    """What the run trains with: `profile=PROFILE`, then the overrides but their own `profile=`."""
-    return [f"profile={profile}", *(item for item in overrides if not _names("profile", item))]
-
-
-def checked_config(profile: str, overrides: list[str]) -> tuple[DictConfig, SelfPlaySettings]:
-    """The config `medplay train profile=PROFILE OVERRIDES` would use and its settings, once every problem of it is
-    known (all of them in one UserInputError otherwise: exit 2 before any work)."""
-    from medical_team.launcher.compose import compose_config
-    from medical_team.launcher.verl_keys import check_config
-
-    config = compose_config(run_overrides(profile, overrides))
-    return config, check_config(config)
-
-
-def compose_plan(profile: str, overrides: list[str], vram_gib: float) -> MemoryPlan:
-    """The memory plan of the config `medplay train profile=PROFILE OVERRIDES` would use, on a card of `vram_gib`."""
-    # a plan only of a config `medplay train` would start with
-    return config_plan(*checked_config(profile, overrides), vram_gib)
-
-
-def config_plan(
-    config: DictConfig, settings: SelfPlaySettings, vram_gib: float, judge_beside: bool = True
-) -> MemoryPlan:
-    """The memory plan of a checked config on a card of `vram_gib` GiB (a served judge on it unless `judge_beside` is
-    false: a GPU of its own).
-
-    With `medplay.emulate_gpu_gib` the card is the emulated one, as `medplay train` sizes it (run_plan.plan_card).
-    """
-    from medical_team.launcher.memory_inputs import run_memory_plan
-    from medical_team.launcher.run_plan import plan_card
-
-    emulated = settings.emulate_gpu_gib
-    plan = run_memory_plan(config, settings.judge, plan_card(emulated, vram_gib), judge_beside)
-    if emulated is not None:
-        plan.notes.insert(0, f"card: {emulated:g} GiB (medplay.emulate_gpu_gib), not {vram_gib:.1f} GiB")
-    return plan
 
 
 def run(args: argparse.Namespace) -> int:
@@ -151,13 +98,13 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from medical_team.cache_folder import cache_dir
-    from medical_team.cli.probe_plan import host_plan, planned_gpus
     from medical_team.errors import UserInputError
     from medical_team.hardware.host_facts import collect_facts, with_cache_folder
     from medical_team.hardware.probe import assess, chosen_profile
     from medical_team.hardware.profiles import hardware_profiles
     from medical_team.launcher.compose import named_keys
     from medical_team.launcher.disk_plan import config_checkpoint_parts
+    from medical_team.launcher.host_plan import host_plan, planned_gpus
     from medical_team.models.shape import GIB
 
     console = Console()

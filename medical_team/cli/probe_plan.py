@@ -4,7 +4,7 @@
 
 What runs on each GPU (the policy's ranks, the served judge on a GPU of its own or beside the policy's first), each
 GPU's busiest phase, and a policy GPU's phases as one table; plan.json holds the same. The arithmetic is the run
-plan's (launcher/gpu_plan.py, hardware/gpu_layout.py), so it shows what `medplay train` would do.
+plan's (launcher/host_plan.py over gpu_plan.py), so it shows what `medplay train` would do.
 """
 
 from __future__ import annotations
@@ -12,100 +12,19 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from medical_team.cli.probe import REFUSED, checked_config, config_plan, requested_profile
 from medical_team.redaction import redacted_overrides
 
 if TYPE_CHECKING:
-    from omegaconf import DictConfig
     from rich.table import Table
 
     from medical_team.hardware.gpu_layout import GpuRow
-    from medical_team.hardware.host_facts import GpuFacts
     from medical_team.hardware.memory_plan import MemoryPlan
-    from medical_team.launcher.gpu_plan import GpuPlan
-    from medical_team.run.settings import SelfPlaySettings
 
-
-@dataclass(frozen=True)
-class HostPlan:
-    """A checked config planned on a host's GPUs: where each part runs, a policy GPU's memory plan, a row per GPU."""
-
-    placed: GpuPlan
-    plan: MemoryPlan  # the busiest policy GPU's: the first one's when the judge is beside it
-    rows: list[GpuRow]
-    games_per_step: int
-
-    @property
-    def fits(self) -> bool:
-        """Every GPU's busiest phase under the bar, and every vLLM engine holding a request."""
-        return self.plan.fits and all(row.fraction <= self.plan.bar for row in self.rows)
-
-    def to_json_dict(self) -> dict:
-        """Where each part runs, as plain JSON-ready data."""
-        gpus, where = self.placed.gpus, self.placed.placement
-        return {
-            "count": None if gpus is None else gpus.count,
-            "model": None if gpus is None else gpus.name,
-            "policy_gpus": None if where is None else where.policy,
-            "judge_gpu": None if gpus is None or where is None or where.judge_gpu is None else gpus.gpus[where.judge_gpu].index,
-            "judge_beside_policy": self.plan.judge_beside,
-            "games_per_step": self.games_per_step,
-            "summary": self.placed.line,
-            "per_gpu": [row.to_json_dict() for row in self.rows],
-        }  # fmt: skip
-
-
-def host_plan(
-    config: DictConfig, settings: SelfPlaySettings, gpus: Sequence[GpuFacts], named: Collection[str]
-) -> HostPlan:
-    """The run plan's GPUs for this config on `gpus`, and the memory plan of each (UserInputError: a GPU count the
-    host does not have, or a step that does not split over the GPUs)."""
-    from omegaconf import OmegaConf
-
-    from medical_team.hardware.gpu_batches import batch_settings
-    from medical_team.hardware.gpu_layout import gpu_rows
-    from medical_team.launcher.gpu_plan import gpu_plan
-    from medical_team.launcher.run_plan import RunPlan, planned_config
-
-    served = settings.judge.kind.served_here
-    container = OmegaConf.to_container(config, resolve=True)
-    placed = gpu_plan(config, container, served, on_cpu=False, private_cluster=True, named=named, visible=gpus)
-    # The batches as the run trains them (scaled with the GPUs): the plan's games per step.
-    config = planned_config(config, RunPlan(MappingProxyType(placed.changes), (), "", on_cpu=False))
-    card = placed.card_gib if placed.card_gib is not None else gpus[0].total_vram_gib
-    where = placed.placement
-    beside = where is None or where.judge_beside_policy or not served
-    plan = config_plan(config, settings, card, judge_beside=beside)
-    rows = []
-    if placed.gpus is not None and where is not None:
-        alone = config_plan(config, settings, card, judge_beside=False) if plan.judge_beside and served else plan
-        rows = gpu_rows(placed.gpus, where, alone, plan if where.judge_beside_policy else None)
-    games = batch_settings(OmegaConf.to_container(config, resolve=True)).games
-    return HostPlan(placed, plan, rows, games)
-
-
-def planned_gpus(
-    count: int | None, vram_gib: float | None, host: Sequence[GpuFacts], card: tuple[str, float]
-) -> tuple[list[GpuFacts], str]:
-    """The GPUs to plan for and where their size comes from: the host's (as CUDA_VISIBLE_DEVICES leaves them), or
-    `count` of the host's model (without a GPU: of `card`, the profile's), of `vram_gib` GiB when given."""
-    from medical_team.hardware.gpu_set import gpu_set
-    from medical_team.hardware.host_facts import GpuFacts
-
-    chosen = gpu_set(host)
-    if chosen is not None and count is None and vram_gib is None:
-        return list(host), f"GPU {chosen.gpus[0].index} ({chosen.name})"
-    name, vram = (chosen.name, chosen.vram_gib) if chosen is not None else card
-    source = f"GPU {chosen.gpus[0].index} ({chosen.name})" if chosen is not None else card[0]
-    if vram_gib is not None:
-        vram, source = vram_gib, "--vram-gib"
-    return [GpuFacts(index, name, "unknown", vram, None, None, None) for index in range(count or 1)], source
+# Exit status of a host that cannot train the chosen profile (a plan that does not fit).
+REFUSED = 3
 
 
 def render_plan(profile: str, plan: MemoryPlan) -> Table:
@@ -150,6 +69,7 @@ def run_plan(args: argparse.Namespace, overrides: list[str]) -> int:
     from medical_team.hardware.host_facts import CUDA_VISIBLE_DEVICES, nvidia_smi_facts, visible_gpus
     from medical_team.hardware.profiles import hardware_profiles, profile_for_vram
     from medical_team.launcher.compose import named_keys
+    from medical_team.launcher.host_plan import checked_config, host_plan, planned_gpus, requested_profile
 
     profiles = hardware_profiles()
     host = visible_gpus(nvidia_smi_facts()[2], os.environ.get(CUDA_VISIBLE_DEVICES))

@@ -23,10 +23,10 @@ from medical_team.errors import UserInputError
 from medical_team.hardware.gpu_batches import SCALED_KEYS, BatchSettings, batch_problems, batch_settings, scaled_batches
 from medical_team.hardware.gpu_set import POLICY_GPUS_KEY, GpuSet, Placement, device_id, gpu_set, placement
 from medical_team.hardware.host_facts import CUDA_VISIBLE_DEVICES, GpuFacts
-from medical_team.launcher.run_plan import RAY_INIT
+from medical_team.launcher.environment import ENV_VARS_KEY, RAY_INIT
 
 RAY_GPUS_KEY = f"{RAY_INIT}.num_gpus"
-RAY_VISIBLE_KEY = f"{RAY_INIT}.runtime_env.env_vars.{CUDA_VISIBLE_DEVICES}"
+RAY_VISIBLE_KEY = f"{ENV_VARS_KEY}.{CUDA_VISIBLE_DEVICES}"
 
 
 @dataclass(frozen=True)

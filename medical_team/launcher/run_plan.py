@@ -26,12 +26,12 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from medical_team.compile_cache import COMPILE_CACHE_ENV, CompileCacheUse
 from medical_team.errors import UserInputError
 from medical_team.hardware.host_facts import GpuFacts
+from medical_team.launcher.environment import ENV_VARS_KEY, RAY_INIT
 
 if TYPE_CHECKING:
     from medical_team.judge.settings import JudgeSettings
     from medical_team.run.settings import SelfPlaySettings
 
-RAY_INIT = "ray_kwargs.ray_init"
 # verl's device for the trainer's workers: `cpu` runs everything on the CPU (the cpu-smoke profile).
 DEVICE_KEY = "trainer.device"
 
@@ -143,7 +143,7 @@ def derive_run_plan(
     changes.update(served_judge_address(settings.judge))
     changes.update(disk_floor(config, settings.resources.disk_floor_gib))
     if compile_cache is not None:
-        changes[f"{RAY_INIT}.runtime_env.env_vars.{COMPILE_CACHE_ENV}"] = compile_cache.environment()[COMPILE_CACHE_ENV]
+        changes[f"{ENV_VARS_KEY}.{COMPILE_CACHE_ENV}"] = compile_cache.environment()[COMPILE_CACHE_ENV]
         lines.append(compile_cache.line)
     changes.update(placed.changes)
     if placed.line is not None:

@@ -11,10 +11,10 @@ import json
 import pytest
 
 from medical_team.cli import main
-from medical_team.cli.probe import checked_config, compose_plan, ray_head_gpus
-from medical_team.cli.probe_plan import host_plan
+from medical_team.cli.probe import ray_head_gpus
 from medical_team.hardware.host_facts import GpuFacts, HostFacts, PackageFacts
 from medical_team.hardware.probe import assess
+from medical_team.launcher.host_plan import checked_config, compose_plan, host_plan
 
 H100 = ("NVIDIA H100 80GB HBM3", 79.2)
 RTX4090 = ("NVIDIA GeForce RTX 4090", 23.6)
