@@ -117,8 +117,8 @@ def gpu_plan(
         gpus = gpu_set(visible)
         if gpus is None:
             raise UserInputError(
-                "no GPU found (NVML lists none, or CUDA_VISIBLE_DEVICES hides them all); a GPU profile trains on a GPU: "
-                "run with `--gpus all`, or choose profile=cpu-smoke",
+                "no GPU found through NVML (nvidia-ml-py not installed or listing none, or CUDA_VISIBLE_DEVICES hides "
+                "them all); a GPU profile trains on a GPU: run with `--gpus all`, or choose profile=cpu-smoke",
                 field=POLICY_GPUS_KEY,
             )
         where = placement(gpus.count, requested, judge_served, gpus.describe())

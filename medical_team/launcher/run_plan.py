@@ -1,7 +1,8 @@
 """What `medplay train` derives before Ray starts, applied once to the composed config, which is then frozen.
 
 The user's config says what to run; some values a run needs come from this machine and the config together:
-whether it runs on the CPU, the card the memory plan is for, both vLLM engines' KV caches in bytes (the memory
+whether it runs on the CPU, the host's GPUs and what runs on each with the step's batches over them (gpu_plan.py),
+the card the memory plan is for, both vLLM engines' KV caches in bytes (the memory
 plan, kv_caches.py), the emulated card's vLLM shares and the workers' memory cap (card_emulation.py), the
 served judge's address and model folder (served_judge_plan.py), whether Ray starts a private cluster or
 joins `RAY_ADDRESS`, and, for `medplay train`, its claim on vLLM's compile cache (medical_team/compile_cache.py).
