@@ -702,3 +702,80 @@ def test_verl_hands_the_rollouts_engine_kwargs_to_vllm_serve_verbatim() -> None:
     cli = build_cli_args_from_config({"kv_cache_memory_bytes": 6 << 30})
     parsed = AsyncEngineArgs.add_cli_args(FlexibleArgumentParser()).parse_args(["--model", "m", *cli])
     assert AsyncEngineArgs.from_cli_args(parsed).kv_cache_memory_bytes == 6 << 30
+
+
+def _rank_rows(rows: int) -> TensorDict:
+    """`rows` samples as one rank receives them (token ids only: verl's splits look at the batch size)."""
+    return TensorDict({"input_ids": torch.zeros(rows, 1, dtype=torch.long)}, batch_size=[rows])
+
+
+def test_verls_micro_batch_split_asserts_exactly_what_the_run_plan_refuses() -> None:
+    """`prepare_micro_batches` (verl/workers/engine/utils.py), the update's and both log-probs' split of a rank's
+    share into fixed micro-batches, against hardware/gpu_batches.py's check of the same numbers."""
+    from verl.utils import tensordict_utils as tu
+    from verl.workers.engine.utils import prepare_micro_batches
+
+    from medical_team.hardware.gpu_batches import BatchSettings, batch_problems
+
+    for share in range(1, 9):
+        for micro in range(1, 9):
+            data = _rank_rows(share)
+            tu.assign_non_tensor(data, micro_batch_size_per_gpu=micro, use_dynamic_bsz=False)
+            try:
+                prepare_micro_batches(data)
+                verl_splits = True
+            except AssertionError:
+                verl_splits = False
+            settings = BatchSettings(share, 1, share, False, micro, None, True, None, False, 1, 1)
+            assert verl_splits == (batch_problems(settings, 1) == []), (share, micro)
+
+
+def test_verls_mini_batch_split_over_the_ranks_asserts_exactly_what_the_run_plan_refuses() -> None:
+    """`TrainingWorker.train_mini_batch` (verl/workers/engine_workers.py) splits each mini-batch of
+    ppo_mini_batch_size x rollout.n samples evenly over the data-parallel ranks, or asserts."""
+    from verl.utils import tensordict_utils as tu
+    from verl.workers.engine_workers import TrainingWorker
+
+    from medical_team.hardware.gpu_batches import BatchSettings, batch_problems
+
+    train_mini_batch = inspect.unwrap(TrainingWorker.train_mini_batch)  # verl's method without its Ray dispatch
+
+    class Split(Exception):
+        """Raised where the worker starts the update: the split was accepted."""
+
+    class Engine:
+        def __init__(self, ranks: int) -> None:
+            self.ranks = ranks
+
+        def get_data_parallel_size(self) -> int:
+            return self.ranks
+
+        def get_data_parallel_rank(self) -> int:
+            return 0
+
+        def train_mode(self, **kwargs: Any) -> None:
+            raise Split
+
+    for ranks in range(1, 5):
+        for mini in range(1, 9):
+            data = _rank_rows(max(mini // ranks, 1))
+            tu.assign_non_tensor(data, mini_batch_size=mini)
+            try:
+                train_mini_batch(SimpleNamespace(engine=Engine(ranks)), data)
+            except Split:
+                verl_splits = True
+            except AssertionError:
+                verl_splits = False
+            settings = BatchSettings(mini, 1, mini, True, None, None, True, None, False, 1, 1)
+            assert verl_splits == (batch_problems(settings, ranks) == []), (ranks, mini)
+
+
+def test_verl_asserts_rollout_replicas_of_whole_gpus() -> None:
+    """The rollout's device mesh (`ActorRolloutRefWorker.init_model`): the GPUs in replicas of tensor x data x
+    pipeline parallel GPUs, else an assert at the workers' start (gpu_batches.batch_problems checks it before)."""
+    from verl.workers.engine_workers import ActorRolloutRefWorker
+
+    source = inspect.getsource(ActorRolloutRefWorker.init_model)
+    assert "infer_tp = rollout_config.tensor_model_parallel_size * rollout_config.data_parallel_size" in source
+    assert "infer_world_size = infer_tp * infer_pp" in source
+    assert "assert self.world_size % infer_world_size == 0" in source

@@ -1,6 +1,7 @@
 """`medplay probe`: measure the host, choose the hardware profile, print a table and write probe.json.
 
-`medplay probe --plan [profile=NAME] [overrides]` writes only the memory plan of the composed config (plan.json).
+`medplay probe --plan [profile=NAME] [--gpus N] [overrides]` writes only the memory plan of the composed config on
+this host's GPUs, or N of them (plan.json; probe_plan.py).
 `--run-overrides FILE` also writes the overrides the run trains with (the container's pipeline passes them on).
 Exit status: 0 when the host can train the chosen profile (the plan fits), 3 when it cannot (each reason printed),
 2 for usage errors.
@@ -14,20 +15,17 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from medical_team.cli.probe_plan import REFUSED
 from medical_team.cli.train import add_config_argument, user_overrides
 from medical_team.hardware.attention import ATTENTION_KEY, FLASH_ATTENTION, NO_PADDING_REMOVAL, attention_overrides
-from medical_team.redaction import redacted_overrides
+from medical_team.launcher.host_plan import checked_config, requested_profile, run_overrides, sets_key
 
 if TYPE_CHECKING:
-    from omegaconf import DictConfig
     from rich.table import Table
 
     from medical_team.hardware.host_facts import PackageFacts
-    from medical_team.hardware.memory_plan import MemoryPlan
     from medical_team.hardware.probe import ProbeReport
-    from medical_team.run.settings import SelfPlaySettings
-
-REFUSED = 3
+    from medical_team.launcher.host_plan import HostPlan
 
 
 def _gib(value: float | None) -> str:
@@ -82,17 +80,6 @@ def render(report: ProbeReport) -> Table:
     return table
 
 
-def _names(key: str, override: str) -> bool:
-    """True when `override` sets `key` (`KEY=V`, `+KEY=V`, `++KEY=V`)."""
-    return "=" in override and override.split("=", 1)[0].lstrip("+") == key
-
-
-def requested_profile(overrides: list[str], flag: str | None) -> str | None:
-    """The profile named by a `profile=NAME` override, else by --profile (`flag`)."""
-    named = [item.split("=", 1)[1] for item in overrides if _names("profile", item)]
-    return named[-1] if named else flag
-
-
 def run_attention(overrides: list[str], host_attention: str) -> tuple[str, list[str]]:
     """The attention the run uses, and the overrides it adds for it.
 
@@ -100,114 +87,10 @@ def run_attention(overrides: list[str], host_attention: str) -> tuple[str, list[
     MEDPLAY_ATTENTION in the container), which, unless it is flash_attention_2, adds its implementation and turns
     padding removal off.
     """
-    named = [item.split("=", 1)[1] for item in overrides if _names(ATTENTION_KEY, item)]
+    named = [item.split("=", 1)[1] for item in overrides if sets_key(ATTENTION_KEY, item)]
     if named:
         return named[-1], []
     return host_attention, attention_overrides(host_attention)
-
-
-def run_overrides(profile: str, overrides: list[str]) -> list[str]:
-    """What the run trains with: `profile=PROFILE`, then the overrides but their own `profile=`."""
-    return [f"profile={profile}", *(item for item in overrides if not _names("profile", item))]
-
-
-def checked_config(profile: str, overrides: list[str]) -> tuple[DictConfig, SelfPlaySettings]:
-    """The config `medplay train profile=PROFILE OVERRIDES` would use and its settings, once every problem of it is
-    known (all of them in one UserInputError otherwise: exit 2 before any work)."""
-    from medical_team.launcher.compose import compose_config
-    from medical_team.launcher.verl_keys import check_config
-
-    config = compose_config(run_overrides(profile, overrides))
-    return config, check_config(config)
-
-
-def compose_plan(profile: str, overrides: list[str], vram_gib: float) -> MemoryPlan:
-    """The memory plan of the config `medplay train profile=PROFILE OVERRIDES` would use, on a card of `vram_gib`."""
-    # a plan only of a config `medplay train` would start with
-    return config_plan(*checked_config(profile, overrides), vram_gib)
-
-
-def config_plan(config: DictConfig, settings: SelfPlaySettings, vram_gib: float) -> MemoryPlan:
-    """The memory plan of a checked config on a card of `vram_gib` GiB.
-
-    With `medplay.emulate_gpu_gib` the card is the emulated one, as `medplay train` sizes it (run_plan.plan_card).
-    """
-    from medical_team.launcher.memory_inputs import run_memory_plan
-    from medical_team.launcher.run_plan import plan_card
-
-    emulated = settings.emulate_gpu_gib
-    plan = run_memory_plan(config, settings.judge, plan_card(emulated, vram_gib))
-    if emulated is not None:
-        plan.notes.insert(0, f"card: {emulated:g} GiB (medplay.emulate_gpu_gib), not {vram_gib:.1f} GiB")
-    return plan
-
-
-def render_plan(profile: str, plan: MemoryPlan) -> Table:
-    """Every phase's peak and its three largest terms."""
-    from rich.table import Table
-
-    table = Table(title=f"medplay memory plan: profile {profile} on {plan.vram_gib:.1f} GiB", header_style="bold")
-    for column in ("phase", "peak GiB", "share", "largest terms (GiB)"):
-        table.add_column(column)
-    for phase in plan.phases:
-        terms = sorted(phase.terms.items(), key=lambda item: -item[1])[:3]
-        table.add_row(
-            phase.name,
-            f"{phase.peak_gib:.1f}",
-            f"{100 * phase.peak_gib / plan.vram_gib:.0f} %",
-            ", ".join(f"{name} {gib:.1f}" for name, gib in terms),
-        )
-    return table
-
-
-def run_plan(args: argparse.Namespace, overrides: list[str]) -> int:
-    """`--plan`: compose the config, plan its memory on this GPU (or the profile's card) and write plan.json."""
-    from rich.console import Console
-
-    from medical_team.errors import UserInputError
-    from medical_team.hardware.host_facts import nvidia_smi_facts
-    from medical_team.hardware.profiles import hardware_profiles, profile_for_vram
-
-    profiles = hardware_profiles()
-    _, _, gpus = nvidia_smi_facts()
-    vram, source = args.vram_gib, "--vram-gib"
-    if vram is None and gpus:
-        vram, source = gpus[0].total_vram_gib, f"GPU 0 ({gpus[0].name})"
-    profile = requested_profile(overrides, args.profile) or (profile_for_vram(vram) if vram else None)
-    if profile is None or profile not in profiles or not profiles[profile].needs_gpu:
-        gpu_profiles = ", ".join(name for name, item in profiles.items() if item.needs_gpu)
-        raise UserInputError(
-            f"the plan is for a GPU profile: name one with profile=NAME ({gpu_profiles})", field="profile"
-        )
-    if vram is None:
-        vram, source = profiles[profile].card_gib, f"profile {profile}'s card"
-    plan = compose_plan(profile, overrides, vram)
-    if plan.vram_gib != vram:
-        source = "medplay.emulate_gpu_gib"
-    console = Console()
-    if not console.is_terminal:
-        console = Console(width=160)
-    console.print(render_plan(profile, plan))
-    for line in [*plan.notes, *plan.to_json_dict()["advice"]]:
-        console.print(line, soft_wrap=True, highlight=False)
-    output = Path(args.output or "plan.json")
-    output.parent.mkdir(parents=True, exist_ok=True)
-    report = {
-        "profile": profile,
-        "overrides": redacted_overrides(overrides),
-        "vram_source": source,
-        **plan.to_json_dict(),
-    }
-    output.write_text(json.dumps(report, indent=2) + "\n")
-    verdict = "fits" if plan.fits else "does NOT fit"
-    console.print(
-        f"profile {profile} {verdict}: peak {plan.peak.peak_gib:.1f} GiB in {plan.peak.name} = "
-        f"{100 * plan.peak_fraction:.1f} % of {plan.vram_gib:.1f} GiB (bar {100 * plan.bar:.0f} %); "
-        f"plan written to {output}",
-        soft_wrap=True,
-        highlight=False,
-    )
-    return 0 if plan.fits else REFUSED
 
 
 def run(args: argparse.Namespace) -> int:
@@ -219,7 +102,9 @@ def run(args: argparse.Namespace) -> int:
     from medical_team.hardware.host_facts import collect_facts, with_cache_folder
     from medical_team.hardware.probe import assess, chosen_profile
     from medical_team.hardware.profiles import hardware_profiles
+    from medical_team.launcher.compose import named_keys
     from medical_team.launcher.disk_plan import config_checkpoint_parts
+    from medical_team.launcher.host_plan import host_plan, planned_gpus
     from medical_team.models.shape import GIB
 
     console = Console()
@@ -236,7 +121,11 @@ def run(args: argparse.Namespace) -> int:
         )
     overrides = [*attention_overrides, *overrides]  # checked and planned as the run will train
     if args.plan:
+        from medical_team.cli.probe_plan import run_plan
+
         return run_plan(args, overrides)
+    if args.gpus is not None:
+        raise UserInputError("--gpus plans for that many GPUs: it goes with --plan", field="--gpus")
     profiles = hardware_profiles()
     requested = requested_profile(overrides, args.profile)
     if requested is not None and requested not in profiles:
@@ -246,17 +135,20 @@ def run(args: argparse.Namespace) -> int:
     chosen = chosen_profile(facts, requested)
     profile = profiles.get(chosen or "")
     on_gpu = profile is not None and profile.needs_gpu and bool(facts.gpus)
-    plan, cache_setting, checkpoint_gib = None, None, args.checkpoint_gib
+    planned, cache_setting, checkpoint_gib = None, None, args.checkpoint_gib
     if profile is not None:
-        # The settings' mistakes before any work, on a GPU or not; one checkpoint of them; on a GPU, their plan.
+        # The settings' mistakes before any work, on a GPU or not; one checkpoint of them; on a GPU, their plan on
+        # the host's GPUs (the policy's and the judge's, as `medplay train` places them).
         config, settings = checked_config(profile.name, overrides)
         cache_setting = settings.cache_dir
         if checkpoint_gib is None:
             checkpoint_gib = sum(config_checkpoint_parts(config).values()) / GIB
         if on_gpu:
-            plan = config_plan(config, settings, args.vram_gib or facts.gpus[0].total_vram_gib)
+            gpus, _ = planned_gpus(None, args.vram_gib, facts.gpus, ("", profile.card_gib))
+            planned = host_plan(config, settings, gpus, named_keys(overrides))
     facts = with_cache_folder(facts, cache_dir(cache_setting))
-    report = assess(facts, requested, checkpoint_gib, attention, plan)
+    plan, gpus_used = (None, None) if planned is None else (planned.plan, planned.to_json_dict())
+    report = assess(facts, requested, checkpoint_gib, attention, plan, gpus_used)
     console.print(render(report))
     # Message lines are never wrapped: a long path must not split a sentence that logs and tests search for.
     for note in report.notes:
@@ -268,8 +160,23 @@ def run(args: argparse.Namespace) -> int:
     output.write_text(json.dumps(report.to_json_dict(), indent=2) + "\n")
     console.print(f"profile: {report.profile}; report written to {output}", soft_wrap=True)
     if args.run_overrides is not None:
-        write_run_overrides(Path(args.run_overrides), run_overrides(report.profile, overrides) if report.ok else None)
+        profile, *rest = run_overrides(report.profile, overrides)  # the profile first: the pipeline reads it there
+        trains_with = [profile, *ray_head_gpus(planned), *rest]
+        write_run_overrides(Path(args.run_overrides), trains_with if report.ok else None)
     return 0 if report.ok else REFUSED
+
+
+def ray_head_gpus(planned: HostPlan | None) -> list[str]:
+    """The GPUs a Ray head the container's pipeline starts declares, when the policy trains on fewer than the host
+    shows (a judge on a GPU of its own): `ray_kwargs.ray_init.num_gpus=N` (what `medplay config get` hands the
+    head; `medplay train` joins it and leaves them to it). Ray gives its GPU slots 0..N-1 to the first N GPUs the
+    head sees, the policy's, so the judge's stays its own. The overrides that follow win."""
+    from medical_team.launcher.gpu_plan import RAY_GPUS_KEY
+
+    if planned is None or planned.placed.gpus is None or planned.placed.placement is None:
+        return []
+    policy = planned.placed.placement.policy
+    return [f"{RAY_GPUS_KEY}={policy}"] if policy < len(planned.placed.gpus.visible) else []
 
 
 def write_run_overrides(path: Path, overrides: list[str] | None) -> None:
@@ -293,6 +200,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="write only the memory plan of the composed config (profile=NAME and overrides, as `medplay train`): "
         "each phase's peak GPU memory, the share of the card and whether it stays under 90 %%",
+    )
+    parser.add_argument(
+        "--gpus",
+        type=int,
+        metavar="N",
+        help="with --plan: plan for N GPUs of this host's model (without a GPU: of the profile's card) instead of the "
+        "GPUs this host has: which GPUs the policy and the judge get, and each GPU's memory",
     )
     parser.add_argument(
         "--vram-gib",

@@ -11,10 +11,14 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from medical_team.models.shape import GIB
+
+# The GPUs a process (and its children) may use: indices or UUIDs, comma-separated.
+CUDA_VISIBLE_DEVICES = "CUDA_VISIBLE_DEVICES"
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,7 @@ class GpuFacts:
     free_vram_gib: float | None
     bf16: bool | None
     arch_in_torch_build: bool | None
+    uuid: str | None = None  # `GPU-...`, as CUDA_VISIBLE_DEVICES accepts it (None: not read)
 
 
 @dataclass(frozen=True)
@@ -80,15 +85,68 @@ def nvidia_smi_facts() -> tuple[str | None, str | None, list[GpuFacts]]:
     driver_cuda = None
     if header is not None and (match := re.search(r"CUDA Version:\s*([\d.]+)", header.stdout)):
         driver_cuda = match.group(1)
-    query = "index,name,driver_version,memory.total,memory.free,compute_cap"
+    query = "index,name,driver_version,memory.total,memory.free,compute_cap,uuid"
     listing = _run(["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"])
     if listing is None or listing.returncode != 0:
         return None, driver_cuda, []
     driver, gpus = None, []
     for line in listing.stdout.strip().splitlines():
-        index, name, driver, total_mib, free_mib, cap = (part.strip() for part in line.split(","))
-        gpus.append(GpuFacts(int(index), name, cap, float(total_mib) / 1024, float(free_mib) / 1024, None, None))
+        index, name, driver, total_mib, free_mib, cap, uuid = (part.strip() for part in line.split(","))
+        gpus.append(GpuFacts(int(index), name, cap, float(total_mib) / 1024, float(free_mib) / 1024, None, None, uuid))
     return driver, driver_cuda, gpus
+
+
+def nvml_gpus() -> list[GpuFacts]:
+    """Every GPU of the host as NVML lists it (no CUDA context: the launcher's view), or [] without NVML."""
+    try:
+        import pynvml
+    except ImportError:
+        return []
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return []
+    try:
+        gpus = []
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            memory = pynvml.nvmlDeviceGetMemoryInfo(handle)
+            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
+            name, uuid = (
+                _text(value) for value in (pynvml.nvmlDeviceGetName(handle), pynvml.nvmlDeviceGetUUID(handle))
+            )
+            gpus.append(GpuFacts(index, name, f"{major}.{minor}", memory.total / GIB, memory.free / GIB,
+                                 (major, minor) >= (8, 0), None, uuid))  # fmt: skip
+        return gpus
+    except pynvml.NVMLError:
+        return []
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def _text(value: str | bytes) -> str:
+    """NVML's strings (bytes in older nvidia-ml-py releases) as text."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def visible_gpus(gpus: Sequence[GpuFacts], cuda_visible_devices: str | None) -> list[GpuFacts]:
+    """The host's GPUs (nvidia-smi's or NVML's listing) that CUDA_VISIBLE_DEVICES leaves visible, in its order.
+
+    Unset: every GPU. Each entry names a GPU by its index (as nvidia-smi numbers them) or its UUID (`GPU-...`, a
+    unique prefix is enough); as in CUDA, the list ends at the first entry that names no GPU, and an empty value
+    hides them all.
+    """
+    if cuda_visible_devices is None:
+        return list(gpus)
+    visible: list[GpuFacts] = []
+    for entry in (item.strip() for item in cuda_visible_devices.split(",")):
+        named = [gpu for gpu in gpus if entry.isdigit() and gpu.index == int(entry)] or [
+            gpu for gpu in gpus if entry.startswith("GPU-") and gpu.uuid is not None and gpu.uuid.startswith(entry)
+        ]
+        if len(named) != 1 or named[0] in visible:
+            break
+        visible.append(named[0])
+    return visible
 
 
 def arch_in_build(capability: tuple[int, int], arch_list: list[str]) -> bool:
@@ -117,6 +175,7 @@ def torch_gpu_facts(torch_module) -> tuple[list[GpuFacts], str | None]:
         props = cuda.get_device_properties(index)
         free, total = cuda.mem_get_info(index)
         capability = (props.major, props.minor)
+        uuid = getattr(props, "uuid", None)
         gpus.append(
             GpuFacts(
                 index=index,
@@ -126,6 +185,7 @@ def torch_gpu_facts(torch_module) -> tuple[list[GpuFacts], str | None]:
                 free_vram_gib=free / GIB,
                 bf16=capability >= (8, 0),
                 arch_in_torch_build=arch_in_build(capability, arch_list),
+                uuid=None if uuid is None else f"GPU-{uuid}",
             )
         )
     return gpus, None
@@ -171,7 +231,8 @@ def collect_facts(checkpoints_dir: Path) -> HostFacts:
         torch_arch_list=torch.cuda.get_arch_list() if torch.cuda.is_available() else [],
         cuda_available=bool(torch_gpus),
         cuda_error=cuda_error if smi_gpus or torch.version.cuda else None,
-        gpus=torch_gpus or smi_gpus,
+        # torch sees the GPUs CUDA_VISIBLE_DEVICES leaves; nvidia-smi lists all of them
+        gpus=torch_gpus or visible_gpus(smi_gpus, os.environ.get(CUDA_VISIBLE_DEVICES)),
         nccl_version=nccl,
         flash_attn=package_facts("flash_attn"),
         vllm=package_facts("vllm"),

@@ -52,6 +52,8 @@ class MemoryPlan:
     bar: float = FIT_BAR
     # Each vLLM engine's share and KV cache (vllm_engines.py), by name: `rollout`, and `judge` when served here.
     engines: dict[str, EngineCache] = field(default_factory=dict)
+    # A judge served here shares this card (false: a GPU of its own, where its share is all there is).
+    judge_beside: bool = True
 
     @property
     def peak(self) -> Phase:
@@ -110,8 +112,9 @@ class ActorMemory:
 
 
 def actor_memory(inputs: PlanInputs) -> ActorMemory:
-    """Where the actor's parameters, gradients and AdamW moments live in each phase, given its offloading."""
-    state = training_state_gib(inputs)
+    """Where the actor's parameters, gradients and AdamW moments live in each phase, given its offloading: each GPU
+    holds its FSDP shard of them."""
+    state = {name: gib / inputs.fsdp_ranks for name, gib in training_state_gib(inputs).items()}
     streamed = inputs.offload_policy  # FSDP2 CPUOffloadPolicy: weights, gradients and AdamW live on the host
     return ActorMemory(
         params_resident=0.0 if (streamed or inputs.param_offload) else state["parameters"],
@@ -141,10 +144,11 @@ def _forward_phase(name: str, inputs: PlanInputs, actor: ActorMemory, params: fl
     return Phase(name, {**_trainer(terms), **beside})
 
 
-def step_phases(inputs: PlanInputs, engines: dict[str, EngineCache]) -> list[Phase]:
-    """Each phase of a step with its terms, the vLLM engines beside the trainer included."""
+def step_phases(inputs: PlanInputs, engines: dict[str, EngineCache], judge_beside: bool = True) -> list[Phase]:
+    """Each phase of a step with its terms, the vLLM engines beside the trainer included (the judge's unless it has
+    a GPU of its own: `judge_beside` false)."""
     actor = actor_memory(inputs)
-    judge = {"judge_vllm_share": engines["judge"].engine_gib} if inputs.judge is not None else {}
+    judge = {"judge_vllm_share": engines["judge"].engine_gib} if inputs.judge is not None and judge_beside else {}
     asleep = {"rollout_vllm_asleep": VLLM_ASLEEP_GIB, **judge}
     rollout = {"parameters": actor.params_resident, "optimizer": actor.optimizer_resident}
     sync = {
@@ -189,20 +193,27 @@ def plan_notes(inputs: PlanInputs, engines: dict[str, EngineCache]) -> list[str]
     if inputs.entropy_chunking and not inputs.use_remove_padding and not inputs.use_fused_kernels:
         notes.append("entropy_from_logits_with_chunking acts only with use_remove_padding=true: full logits planned")
     notes.append(f"games per step: {inputs.games_per_step} (data.train_batch_size x actor_rollout_ref.rollout.n)")
+    if inputs.fsdp_ranks > 1:
+        notes.append(f"the actor's parameters, gradients and AdamW: 1/{inputs.fsdp_ranks} on each GPU (FSDP shards)")
     return notes + [engine.note() for engine in engines.values()]
 
 
-def memory_plan(inputs: PlanInputs, vram_gib: float) -> MemoryPlan:
-    """The peak of each phase of a step on a card of `vram_gib` GiB (docs/tuning.md: the terms)."""
+def memory_plan(inputs: PlanInputs, vram_gib: float, judge_beside: bool = True) -> MemoryPlan:
+    """The peak of each phase of a step on a card of `vram_gib` GiB (docs/tuning.md: the terms).
+
+    A judge served here shares the card unless `judge_beside` is false (a GPU of its own, as large: the plan still
+    sizes its KV cache and names its problems).
+    """
     engines = {engine.name: engine for engine in engine_caches(inputs, vram_gib)}
     kv_cache, problems = vllm_caches(inputs, vram_gib)
     return MemoryPlan(
         vram_gib=vram_gib,
-        phases=step_phases(inputs, engines),
+        phases=step_phases(inputs, engines, judge_beside),
         kv_cache=kv_cache,
         notes=plan_notes(inputs, engines),
         problems=problems,
         engines=engines,
+        judge_beside=judge_beside,
     )
 
 

@@ -63,9 +63,11 @@ class PlanInputs:
     judge_max_model_len: int
     max_sequence: int
     games_per_step: int
+    # GPUs the actor's FSDP shards its parameters, gradients and AdamW over (one GPU holds 1/fsdp_ranks of them).
+    fsdp_ranks: int
 
 
-def _get(config: Mapping, dotted: str):
+def config_value(config: Mapping, dotted: str):
     """A dotted key of the composed config (None where it is null); KeyError naming a key the config lacks.
 
     The plan has no defaults of its own: every value it reads is the config's (verl's `ppo_trainer`, the profile).
@@ -80,9 +82,9 @@ def _get(config: Mapping, dotted: str):
 
 def _budget(config: Mapping, section: str, tokens_key: str, rows_key: str, dynamic_key: str, max_sequence: int) -> int:
     """Tokens of one micro-batch: the token budget with dynamic batching, else rows x the longest sequence."""
-    if _get(config, f"{section}.{dynamic_key}"):
-        return int(_get(config, f"{section}.{tokens_key}"))
-    return int(_get(config, f"{section}.{rows_key}")) * max_sequence
+    if config_value(config, f"{section}.{dynamic_key}"):
+        return int(config_value(config, f"{section}.{tokens_key}"))
+    return int(config_value(config, f"{section}.{rows_key}")) * max_sequence
 
 
 def vllm_quantization(extra_args: Sequence[str]) -> str | None:
@@ -105,27 +107,27 @@ def plan_inputs(config: Mapping, judge: ServedJudgeInputs | None) -> PlanInputs:
     """What the memory plan reads from a composed training config (a plain nested dict) and the judge served here."""
     arr = "actor_rollout_ref"
     fsdp = f"{arr}.actor.fsdp_config"
-    max_sequence = int(_get(config, "data.max_prompt_length")) + int(
-        _get(config, "data.max_response_length")
+    max_sequence = int(config_value(config, "data.max_prompt_length")) + int(
+        config_value(config, "data.max_response_length")
     )
-    target = _get(config, f"{arr}.model.target_modules")
-    chunking = bool(_get(config, f"{arr}.actor.entropy_from_logits_with_chunking")) or bool(
-        _get(config, f"{fsdp}.entropy_from_logits_with_chunking")
+    target = config_value(config, f"{arr}.model.target_modules")
+    chunking = bool(config_value(config, f"{arr}.actor.entropy_from_logits_with_chunking")) or bool(
+        config_value(config, f"{fsdp}.entropy_from_logits_with_chunking")
     )
     return PlanInputs(
-        policy=model_shape(str(_get(config, f"{arr}.model.path")), QWEN3_4B),
+        policy=model_shape(str(config_value(config, f"{arr}.model.path")), QWEN3_4B),
         judge=None if judge is None else judge.shape,
-        lora_rank=int(_get(config, f"{arr}.model.lora_rank")),
+        lora_rank=int(config_value(config, f"{arr}.model.lora_rank")),
         target_modules=target if isinstance(target, str) else tuple(target),
-        model_dtype=str(_get(config, f"{fsdp}.model_dtype")),
-        param_offload=bool(_get(config, f"{fsdp}.param_offload")),
-        optimizer_offload=bool(_get(config, f"{fsdp}.optimizer_offload")),
-        offload_policy=bool(_get(config, f"{fsdp}.offload_policy")),
-        gradient_checkpointing=bool(_get(config, f"{arr}.model.enable_gradient_checkpointing")),
-        use_remove_padding=bool(_get(config, f"{arr}.model.use_remove_padding")),
-        use_fused_kernels=bool(_get(config, f"{arr}.model.use_fused_kernels")),
+        model_dtype=str(config_value(config, f"{fsdp}.model_dtype")),
+        param_offload=bool(config_value(config, f"{fsdp}.param_offload")),
+        optimizer_offload=bool(config_value(config, f"{fsdp}.optimizer_offload")),
+        offload_policy=bool(config_value(config, f"{fsdp}.offload_policy")),
+        gradient_checkpointing=bool(config_value(config, f"{arr}.model.enable_gradient_checkpointing")),
+        use_remove_padding=bool(config_value(config, f"{arr}.model.use_remove_padding")),
+        use_fused_kernels=bool(config_value(config, f"{arr}.model.use_fused_kernels")),
         entropy_chunking=chunking,
-        entropy_chunk_tokens=int(_get(config, f"{arr}.actor.entropy_from_logits_chunk_size")),
+        entropy_chunk_tokens=int(config_value(config, f"{arr}.actor.entropy_from_logits_chunk_size")),
         ppo_tokens=_budget(
             config,
             f"{arr}.actor",
@@ -150,15 +152,23 @@ def plan_inputs(config: Mapping, judge: ServedJudgeInputs | None) -> PlanInputs:
             "log_prob_use_dynamic_bsz",
             max_sequence,
         ),
-        needs_reference=bool(_get(config, "algorithm.use_kl_in_reward"))
-        or bool(_get(config, f"{arr}.actor.use_kl_loss")),
-        rollout_share=float(_get(config, ROLLOUT_SHARE_KEY)),
-        rollout_kv_bytes=_bytes(_get(config, ROLLOUT_KV_KEY)),
-        weight_bucket_mib=int(_get(config, f"{ROLLOUT}.checkpoint_engine.update_weights_bucket_megabytes")),
+        needs_reference=bool(config_value(config, "algorithm.use_kl_in_reward"))
+        or bool(config_value(config, f"{arr}.actor.use_kl_loss")),
+        rollout_share=float(config_value(config, ROLLOUT_SHARE_KEY)),
+        rollout_kv_bytes=_bytes(config_value(config, ROLLOUT_KV_KEY)),
+        weight_bucket_mib=int(config_value(config, f"{ROLLOUT}.checkpoint_engine.update_weights_bucket_megabytes")),
         judge_share=0.0 if judge is None else judge.share,
         judge_kv_bytes=None if judge is None else judge.kv_bytes,
         judge_quantization=None if judge is None else judge.quantization,
         judge_max_model_len=0 if judge is None else judge.max_model_len,
         max_sequence=max_sequence,
-        games_per_step=int(_get(config, "data.train_batch_size")) * int(_get(config, f"{ROLLOUT}.n")),
+        games_per_step=int(config_value(config, "data.train_batch_size")) * int(config_value(config, f"{ROLLOUT}.n")),
+        fsdp_ranks=fsdp_ranks(config),
     )
+
+
+def fsdp_ranks(config: Mapping) -> int:
+    """The GPUs one FSDP group spans: every policy GPU (trainer.n_gpus_per_node x nnodes), or fsdp_size when set."""
+    world = int(config_value(config, "trainer.n_gpus_per_node")) * int(config_value(config, "trainer.nnodes"))
+    size = int(config_value(config, "actor_rollout_ref.actor.fsdp_config.fsdp_size"))
+    return min(size, world) if size > 0 else world

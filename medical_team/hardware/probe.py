@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 from medical_team.cache_folder import CACHE_ENV, MIN_CACHE_FREE_GIB
 from medical_team.hardware.attention import FLASH_ATTENTION
-from medical_team.hardware.host_facts import HostFacts
+from medical_team.hardware.gpu_set import gpu_set
+from medical_team.hardware.host_facts import GpuFacts, HostFacts
 from medical_team.hardware.memory_terms import VLLM_OVERHEAD_GIB
 from medical_team.hardware.profiles import HardwareProfile, hardware_profiles, profile_for_vram
 
@@ -51,6 +52,8 @@ class ProbeReport:
     attention: str = FLASH_ATTENTION
     # The memory plan of the chosen profile on this GPU (medplay probe --plan writes it alone), when one was made.
     plan: dict | None = None
+    # The GPUs the run uses and what runs on each (cli/probe_plan.HostPlan), when planned on a GPU.
+    gpus_used: dict | None = None
 
     @property
     def ok(self) -> bool:
@@ -96,7 +99,7 @@ def gpu_refusals(facts: HostFacts, profile: HardwareProfile, attention: str = FL
             )
         ]
     refusals = driver_refusals(facts)
-    gpu = facts.gpus[0]
+    gpu = first_gpu(facts)
     if gpu.total_vram_gib < profile.min_vram_gib:
         refusals.append(
             f"profile {profile.name} needs >= {profile.min_vram_gib:g} GiB of VRAM; GPU {gpu.index} "
@@ -156,9 +159,17 @@ def host_refusals(facts: HostFacts, profile: HardwareProfile, checkpoint_gib: fl
     return refusals
 
 
+def first_gpu(facts: HostFacts) -> GpuFacts:
+    """The first GPU of the set the run uses (every visible GPU of one model: gpu_set.py); the host has one."""
+    chosen = gpu_set(facts.gpus)
+    if chosen is None:
+        raise ValueError("the host has no GPU")
+    return chosen.gpus[0]
+
+
 def chosen_profile(facts: HostFacts, requested_profile: str | None = None) -> str | None:
-    """The requested profile, else the one the first GPU's VRAM fits (cpu-smoke without a GPU)."""
-    return requested_profile or profile_for_vram(facts.gpus[0].total_vram_gib if facts.gpus else None)
+    """The requested profile, else the one the run's GPUs' VRAM fits (cpu-smoke without a GPU)."""
+    return requested_profile or profile_for_vram(first_gpu(facts).total_vram_gib if facts.gpus else None)
 
 
 def assess(
@@ -167,14 +178,17 @@ def assess(
     checkpoint_gib: float | None = None,
     attention: str = FLASH_ATTENTION,
     plan: MemoryPlan | None = None,
+    gpus_used: dict | None = None,
 ) -> ProbeReport:
     """Choose the profile (the requested one, or the one the VRAM fits) and list every reason it cannot run.
 
     `checkpoint_gib` is one checkpoint of the chosen profile's config (the caller estimates it: cli/probe.py); None
-    leaves the checkpoint disk unchecked. `plan` is the chosen profile's memory plan on this GPU: when it does not fit, each phase over the bar is a
-    refusal naming the knob to change.
+    leaves the checkpoint disk unchecked. `plan` is the chosen profile's memory plan on its busiest GPU: when it does
+    not fit, each phase over the bar is a refusal naming the knob to change. `gpus_used`: where the run's parts go
+    (cli/probe_plan.HostPlan), its summary a note.
     """
-    vram = facts.gpus[0].total_vram_gib if facts.gpus else None
+    gpu = first_gpu(facts) if facts.gpus else None
+    vram = gpu.total_vram_gib if gpu is not None else None
     notes = []
     if not facts.gpus:
         notes.append("No GPU found (no nvidia-smi and torch sees no CUDA device): profile cpu-smoke runs on CPU.")
@@ -190,7 +204,7 @@ def assess(
             attention=attention,
             refusals=[
                 (
-                    f"GPU {facts.gpus[0].index} ({facts.gpus[0].name}) has {vram:.1f} GiB of VRAM; the smallest profile, "
+                    f"GPU {gpu.index} ({gpu.name}) has {vram:.1f} GiB of VRAM; the smallest profile, "
                     f"{smallest.name}, needs >= {smallest.min_vram_gib:g} GiB"
                 )
             ],
@@ -213,14 +227,16 @@ def assess(
             f"{MIN_CACHE_FREE_GIB:g} GiB: vLLM, torch.compile and Triton may not keep their caches, and every start "
             "compiles again; free space or point medplay.cache_dir at a larger volume."
         )
-    if plan is not None and profile.needs_gpu and facts.gpus and facts.gpus[0].total_vram_gib >= profile.min_vram_gib:
+    if gpus_used is not None and gpus_used.get("summary"):
+        notes.append(f"{gpus_used['summary']}.")
+    if plan is not None and profile.needs_gpu and vram is not None and vram >= profile.min_vram_gib:
         notes.append(judge_note(profile, plan))
     if plan is not None and profile.needs_gpu:
         notes.append(plan_summary(chosen, plan))
         refusals += [f"profile {chosen} does not fit this GPU: {line}" for line in plan.to_json_dict()["advice"]]
     source = "requested" if requested_profile else "auto"
     report_plan = plan.to_json_dict() if plan is not None else None
-    return ProbeReport(facts, chosen, source, checkpoint_gib, refusals, notes, attention, report_plan)
+    return ProbeReport(facts, chosen, source, checkpoint_gib, refusals, notes, attention, report_plan, gpus_used)
 
 
 def plan_summary(profile: str, plan: MemoryPlan) -> str:

@@ -18,25 +18,6 @@ from medical_team.errors import UserInputError
 from medical_team.hardware.plan_inputs import JUDGE_SHARE_KEY, ROLLOUT_SHARE_KEY
 from medical_team.run.emulated_card import FRACTION_ENV
 
-_GIB = 2**30
-
-
-def card_total_gib() -> float | None:
-    """The first GPU's memory in GiB from NVML (no CUDA context in the launcher), or None without one."""
-    try:
-        import pynvml
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-        try:
-            return pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(0)).total / _GIB
-        finally:
-            pynvml.nvmlShutdown()
-    except pynvml.NVMLError:
-        return None
-
-
 FRACTION_KEY = f"ray_kwargs.ray_init.runtime_env.env_vars.{FRACTION_ENV}"
 
 
@@ -45,14 +26,15 @@ def card_emulation(
 ) -> tuple[dict[str, Any], str | None]:
     """What `medplay.emulate_gpu_gib` changes in the config (vLLM shares, workers' cap), and a console line or None.
 
-    `on_cpu`: the run plan's answer (run_plan.runs_on_cpu), the one place a run's device is read.
+    `on_cpu`: the run plan's answer (run_plan.runs_on_cpu), the one place a run's device is read; `total_gib`: one
+    of the policy's GPUs (the run plan's, from NVML; None: no GPU was found).
     """
     emulated = config.medplay.emulate_gpu_gib
     if emulated is None:
         return {}, None
     if on_cpu:
         return {}, f"medplay.emulate_gpu_gib={emulated} has no effect on the CPU"
-    total = total_gib if total_gib is not None else card_total_gib()
+    total = total_gib
     if total is None:
         raise UserInputError("needs an NVIDIA GPU that NVML can read (nvidia-ml-py)", field="medplay.emulate_gpu_gib")
     if emulated >= total:

@@ -36,6 +36,13 @@ def medplay_overrides(overrides: Sequence[str]) -> list[str]:
     return [item if _hydra_checked(item) else "++" + item.lstrip("+") for item in overrides]
 
 
+def named_keys(overrides: Sequence[str]) -> frozenset[str]:
+    """The config keys the overrides set (`KEY=V`, `+KEY=V`, `++KEY=V`): what the run plan leaves as the run gives it."""
+    return frozenset(
+        item.split("=", 1)[0].lstrip("+") for item in overrides if "=" in item and not item.startswith("~")
+    )
+
+
 def _hydra_checked(override: str) -> bool:
     """True for an override left as written: `~KEY`, a group choice, an `sft.`/`hydra.` key."""
     key = override.split("=", 1)[0].lstrip("+")

@@ -6,10 +6,14 @@ import os
 
 from omegaconf import DictConfig, OmegaConf
 
+# verl's arguments of `ray.init`: a private cluster's resources and settings, and the run's environment.
+RAY_INIT = "ray_kwargs.ray_init"
+ENV_VARS_KEY = f"{RAY_INIT}.runtime_env.env_vars"
+
 
 def runtime_env_vars(config: DictConfig) -> dict[str, str]:
     """The environment the config asks for in the driver and every Ray worker."""
-    env = OmegaConf.select(config, "ray_kwargs.ray_init.runtime_env.env_vars", default=None) or {}
+    env = OmegaConf.select(config, ENV_VARS_KEY, default=None) or {}
     return {str(key): str(value) for key, value in OmegaConf.to_container(env, resolve=True).items()}
 
 

@@ -19,7 +19,7 @@ from medical_team.checkpoint_folder import TRACKER_NAME, last_checkpoint
 from medical_team.compile_cache import release_compile_cache
 from medical_team.console import output_to_log, say
 from medical_team.errors import UserInputError
-from medical_team.launcher.compose import compose_config
+from medical_team.launcher.compose import compose_config, named_keys
 from medical_team.launcher.startup import TrainerStages, stage
 from medical_team.run_lock import hold_run_lock, release_run_lock
 
@@ -129,15 +129,16 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
     for folder in folders:
         hold_run_lock(folder)
     try:
-        return _train(composed, started, verbose)
+        return _train(composed, named_keys(overrides), started, verbose)
     finally:
         release_compile_cache(Path(composed.medplay.cache_dir))
         for folder in folders:
             release_run_lock(folder)
 
 
-def _train(composed: DictConfig, started: float, verbose: bool) -> RunPaths:
-    """`train` once the run's folders are locked: plan, check the inputs, then train beside the judge."""
+def _train(composed: DictConfig, named: frozenset[str], started: float, verbose: bool) -> RunPaths:
+    """`train` once the run's folders are locked: plan (`named`: the keys the overrides set), check the inputs, then
+    train beside the judge."""
     from medical_team.launcher.disk_plan import check_disk
     from medical_team.launcher.environment import apply_environment, runtime_env_vars
     from medical_team.launcher.judge_context import check_judge_context
@@ -149,7 +150,7 @@ def _train(composed: DictConfig, started: float, verbose: bool) -> RunPaths:
 
     # Everything derived from this machine (KV cache bytes, the emulated card, the judge's address, Ray's
     # cluster), once: from here on the config is only read.
-    run = plan_config(composed, claim_cache=True)
+    run = plan_config(composed, claim_cache=True, named=named)
     config = run.config
     for line in run.plan.lines:
         say(f"medplay: {line}")

@@ -34,6 +34,7 @@ def memory_plan_inputs(config: DictConfig, judge: JudgeSettings) -> PlanInputs:
     return plan_inputs(OmegaConf.to_container(config, resolve=True), served_judge_inputs(judge))
 
 
-def run_memory_plan(config: DictConfig, judge: JudgeSettings, card_gib: float) -> MemoryPlan:
-    """The memory plan of a checked config on a card of `card_gib` GiB."""
-    return memory_plan(memory_plan_inputs(config, judge), card_gib)
+def run_memory_plan(config: DictConfig, judge: JudgeSettings, card_gib: float, judge_beside: bool = True) -> MemoryPlan:
+    """The memory plan of a checked config on a card of `card_gib` GiB (a served judge on it unless `judge_beside` is
+    false: a GPU of its own)."""
+    return memory_plan(memory_plan_inputs(config, judge), card_gib, judge_beside)

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 
 from medical_team.cache_folder import judge_server_cache_environment
 from medical_team.console import say
+from medical_team.hardware.host_facts import CUDA_VISIBLE_DEVICES
 from medical_team.launcher.served_judge_command import vllm_command
 from medical_team.launcher.served_judge_process import STAGE, JudgeServer
 from medical_team.launcher.startup import started_line
@@ -39,6 +40,15 @@ class _JudgeFailed(KeyboardInterrupt):
     A KeyboardInterrupt because Ray's blocking `ray.get` lets only that (and SystemExit) out of a signal
     handler, as a plain KeyboardInterrupt: `serve_judge` then raises the failure the server recorded.
     """
+
+
+def judge_environment(run: PlannedRun) -> dict[str, str]:
+    """What the judge's server process gets over the launcher's environment: its compilation caches and, on a host
+    with several GPUs, its device (its own GPU, or the policy's first: the run plan's `judge_devices`)."""
+    environment = judge_server_cache_environment(Path(run.settings.cache_dir))
+    if run.plan.judge_devices is not None:
+        environment[CUDA_VISIBLE_DEVICES] = run.plan.judge_devices
+    return environment
 
 
 @contextmanager
@@ -66,7 +76,7 @@ def serve_judge(
         port,
         Path(run.settings.output_dir) / LOG_NAME,
         judge.serve.startup_timeout_s,
-        judge_server_cache_environment(Path(run.settings.cache_dir)),
+        judge_environment(run),
     )
     main_thread = threading.main_thread().ident
     guard = threading.Lock()

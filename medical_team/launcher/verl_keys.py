@@ -61,6 +61,8 @@ POSITIVE = {
     "data.train_batch_size": "seed rows per step",
     "actor_rollout_ref.rollout.n": "games per seed row",
     "trainer.total_epochs": "epochs",
+    "trainer.nnodes": "the nodes the policy trains on",
+    "trainer.n_gpus_per_node": "the GPUs the policy trains on per node",
 }
 # verl numbers that are null (unset) or above 0: key -> what it is.
 POSITIVE_OR_NULL = {

@@ -32,8 +32,12 @@ STEPS = 2
 TWO_NODES = (
     "trainer.nnodes=2",
     "trainer.n_gpus_per_node=1",
-    # Each rank gets half of the 4-sample PPO mini-batch: the micro-batch must divide 2 (cpu-smoke's 4 does not).
+    # One rank's 4 games a step (named, so the run plan does not scale cpu-smoke's per-GPU numbers with the ranks).
+    "data.train_batch_size=4",
+    # Each rank gets half of the 4-sample PPO mini-batch: the micro-batches must divide 2 (cpu-smoke's 4 do not).
     "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+    "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2",
+    "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=2",
 )
 # Ray actor classes of verl that hold one rank each: the FSDP actor/reference workers and the vLLM servers.
 RANK_ACTOR_CLASSES = ("WorkerDict", "vLLMHttpServer")

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from judge_folders import medgemma_folder
 
-from medical_team.cli.probe import compose_plan
 from medical_team.errors import UserInputError
 from medical_team.launcher.card_emulation import card_emulation
 from medical_team.launcher.compose import compose_config
+from medical_team.launcher.host_plan import compose_plan
 from medical_team.launcher.kv_caches import kv_cache_sizes
 from medical_team.launcher.run_plan import derive_run_plan, plan_run
 from medical_team.launcher.served_judge_command import vllm_command

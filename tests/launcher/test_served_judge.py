@@ -293,8 +293,8 @@ def test_a_judge_server_that_dies_while_the_trainer_starts_ends_the_run(tmp_path
 
 
 def test_on_a_gpu_the_judge_server_starts_with_the_plans_kv_bytes_and_its_own_compile_caches(tmp_path, monkeypatch):
-    from medical_team.cli.probe import compose_plan
     from medical_team.launcher import served_judge, served_judge_plan
+    from medical_team.launcher.host_plan import compose_plan
     from medical_team.launcher.run_plan import plan_run
 
     model = medgemma_folder(tmp_path)
