@@ -32,7 +32,10 @@ def add_rollout_env() -> dict[str, str]:
         return {}  # nothing to add: verl (and its platform detection) stays untouched
     from verl.plugin.platform import get_platform
 
-    platform = get_platform()
+    try:
+        platform = get_platform()
+    except ValueError:
+        return {}  # the run's platform is not registered yet in this process (imported before medplay's cpu plugin)
     if getattr(platform, _ADDED, None) is not None:
         return extra  # already added in this process
     verls_own = platform.rollout_env_vars

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
 import cloudpickle
 
+from medical_team.plugin.rollout_env import ROLLOUT_ENV_PREFIX
 from medical_team.task_runner.task_runner import SelfPlayTaskRunner
 
 # Imported by the plugin, each of these would cost every verl process seconds (the vLLM server and its worker,
@@ -20,7 +22,11 @@ print(" ".join(name for name in {HEAVY_MODULES!r} if name in sys.modules))
 
 
 def test_the_plugin_imports_neither_verl_nor_medplays_pieces() -> None:
-    result = subprocess.run([sys.executable, "-c", IMPORTED_BY_PLUGIN], capture_output=True, text=True, check=True)
+    # Without the rollout's own variables (a run in this process may have set them): with them the plugin needs verl.
+    env = {name: value for name, value in os.environ.items() if not name.startswith(ROLLOUT_ENV_PREFIX)}
+    result = subprocess.run(
+        [sys.executable, "-c", IMPORTED_BY_PLUGIN], capture_output=True, text=True, check=True, env=env
+    )
     assert result.stdout.split() == []
 
 
