@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,18 +19,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from medical_team.launcher.served_judge_plan import free_port
+
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 MEDPLAY = str(Path(sys.executable).with_name("medplay"))
 FAILURE_LIMIT = 5
 RUN_TIMEOUT_S = 600  # a hang guard, not a speed target
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def logged_steps(metrics_file: Path) -> dict[int, dict[str, float]]:

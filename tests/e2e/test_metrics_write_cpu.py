@@ -2,9 +2,12 @@
 
     PYTHONPATH=tests .venv/bin/python -m pytest -q -m long tests/e2e/test_metrics_write_cpu.py
 
-`medplay train profile=cpu-smoke` (3 steps, a checkpoint each step) writes its metrics file on a tmpfs of 8 KiB
-(`tests/tiny_filesystem.py`: only that file's disk is full; checkpoints, logs and Ray's files are written as
-usual). Step 1's record (about 5.4 KB) fits; step 2's does not: the write comes back short, then with ENOSPC.
+`medplay train profile=cpu-smoke` (3 steps, a checkpoint each step) writes its metrics file on a tmpfs of 64 KiB
+(`tests/tiny_filesystem.py`: only that file's disk fills; checkpoints, logs and Ray's files are written as usual).
+The start-time disk plan sees room for the run's records there; then step 1's update waits on a file
+(`MEDPLAY_INJECT_HOLD`, medical_team/plugin/step_hold.py) while the test fills the tmpfs to 8 KiB free (through
+`/proc/PID/root`, the mount as the run sees it). Step 1's record (about 5.4 KB) fits in what is left; step 2's does
+not: the write comes back short, then with ENOSPC.
 The run must end there with its cause on the last line, step 1's record whole and nothing of step 2's, and the
 tracker still at step 1, so a resume replays step 2. `long`: a real run costs minutes (docs/testing.md).
 """
@@ -12,22 +15,26 @@ tracker still at step 1, so a resume replays step 2. `long`: a real run costs mi
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cpu_smoke import convert, train_command
+from cpu_smoke import convert, train_command, train_timeout_s
 from tiny_filesystem import on_tiny_filesystem, tiny_filesystem_unavailable
 
 from medical_team.checkpoint_folder import read_tracker
+from medical_team.plugin.step_hold import HOLD_ENV
 from medical_team.reliability.checkpoints import COMPLETE_MARKER, repair_tracker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
 STEPS = 3
-METRICS_FS = "8k"  # two pages: one cpu-smoke record (about 5.4 KB) fits, two do not
+METRICS_FS = "64k"  # room for the disk plan's 3 x 8 KiB of records at the start
+LEFT_FREE = 8 * 1024  # two pages once step 1 is held: one cpu-smoke record (about 5.4 KB) fits, two do not
 FAILED_STEP = 2
 
 
@@ -52,13 +59,31 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> FullRun:
     mount, copy = root / "metrics-fs", root / "metrics-fs-copy"
     # The step's game records (games/ beside the metrics file) would take the tmpfs's room first: none here; their
     # own full-disk case is tests/task_runner/test_game_records_file.py.
+    held, release = root / "held-step-1", root / "release-step-1"
     command = train_command(
-        root, STEPS, f"medplay.metrics_file={mount / 'metrics.jsonl'}", "medplay.report.games_per_step=0"
+        root,
+        STEPS,
+        f"medplay.metrics_file={mount / 'metrics.jsonl'}",
+        "medplay.report.games_per_step=0",
+        f"+ray_kwargs.ray_init.runtime_env.env_vars.{HOLD_ENV}=update_actor@1:{held}:{release}",
     )
-    result = subprocess.run(
-        on_tiny_filesystem(METRICS_FS, mount, copy, command), cwd=root, capture_output=True, text=True, check=False
+    run = subprocess.Popen(
+        on_tiny_filesystem(METRICS_FS, mount, copy, command),
+        cwd=root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    return FullRun(root, copy / "metrics.jsonl", result.returncode, result.stderr)
+    deadline = time.monotonic() + train_timeout_s(STEPS)
+    while run.poll() is None and time.monotonic() < deadline and not held.exists():
+        time.sleep(0.1)
+    if run.poll() is None and held.exists():
+        seen = Path(f"/proc/{run.pid}/root{mount}")  # the tmpfs, as the run's processes see it
+        with (seen / "filler").open("wb") as filler:
+            os.posix_fallocate(filler.fileno(), 0, shutil.disk_usage(seen).free - LEFT_FREE)
+        release.touch()
+    _, stderr = run.communicate(timeout=train_timeout_s(STEPS))
+    return FullRun(root, copy / "metrics.jsonl", run.returncode, stderr)
 
 
 def test_the_run_ends_with_the_cause_on_one_line(full_run: FullRun) -> None:

@@ -6,7 +6,6 @@ Run: .venv/bin/python -m pytest -q tests/launcher/test_gpu_plan.py
 
 from __future__ import annotations
 
-import socket
 import sys
 from collections.abc import Callable
 from functools import cache
@@ -15,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 from judge_folders import medgemma_folder
+from models_endpoint import models_server_code
 from omegaconf import DictConfig
 from verl.trainer.ppo.utils import need_critic, need_reference_policy
 from verl.utils.config import validate_config
@@ -23,6 +23,7 @@ from medical_team.errors import UserInputError
 from medical_team.hardware.host_facts import GpuFacts
 from medical_team.launcher.compose import available_profiles, compose_config
 from medical_team.launcher.run_plan import RunPlan, derive_run_plan, plan_run, planned_config
+from medical_team.launcher.served_judge_plan import free_port
 from medical_team.launcher.verl_keys import check_config
 from medical_team.plugin.cpu.patches import patch_vllm_version_lookup
 from medical_team.run.settings import SelfPlaySettings
@@ -172,26 +173,15 @@ def test_a_mixed_host_trains_on_its_largest_set_and_ray_sees_only_the_policys_gp
     assert joined.trainer.n_gpus_per_node == 2
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.mark.parametrize(("count", "device"), [(4, "GPU-0003"), (1, None)])
 def test_the_judges_server_is_started_with_its_gpu(count, device, tmp_path, judge, monkeypatch):
     from medical_team.launcher import served_judge, served_judge_plan
 
     monkeypatch.setenv(RAY_VISIBLE, "inherited")  # what the launcher's own process sees
-    port = _free_port()
-    (tmp_path / "v1").mkdir()
-    (tmp_path / "v1" / "models").write_text("{}")
+    port = free_port()
     # The stand-in for vLLM says which GPUs it was started with, then answers like it.
-    stand_in = (
-        "import os, runpy, sys; print('devices', os.environ.get('CUDA_VISIBLE_DEVICES'), flush=True); "
-        f"sys.argv = ['http.server', '{port}', '--bind', '127.0.0.1', '--directory', '{tmp_path}']; "
-        "runpy.run_module('http.server', run_name='__main__')"
-    )
+    stand_in = "import os; print('devices', os.environ.get('CUDA_VISIBLE_DEVICES'), flush=True)\n"
+    stand_in += models_server_code(port, tmp_path)
     monkeypatch.setattr(served_judge, "vllm_command", lambda *args, **kwargs: [sys.executable, "-c", stand_in])
     monkeypatch.setattr(served_judge_plan, "free_port", lambda: port)
     run = plan_run(["profile=80g", judge, f"medplay.output_dir={tmp_path}"], gpus=gpus(count))

@@ -20,6 +20,7 @@ import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from judge_folders import medgemma_folder, served_judge_run
+from models_endpoint import models_server_code
 
 from medical_team.agent_loop.judge_factory import judge_executor, selfplay_judge
 from medical_team.cli import main
@@ -31,7 +32,7 @@ from medical_team.judge.settings import packaged_judge_settings
 from medical_team.judge_server.serving import BackgroundServer
 from medical_team.launcher.out_of_memory import out_of_memory
 from medical_team.launcher.served_judge_command import vllm_command
-from medical_team.launcher.served_judge_plan import resolve_judge_model
+from medical_team.launcher.served_judge_plan import free_port, resolve_judge_model
 from medical_team.launcher.served_judge_process import START_UP, JudgeServer
 from medical_team.run.failures import OUT_OF_MEMORY_EXIT, JudgeServerError
 from medical_team.run.judge_server_ready import answers, wait_until_served
@@ -99,11 +100,8 @@ def test_config_get_shows_the_model_judge_of_gpu_profiles(capsys) -> None:
 
 
 def test_server_process_is_awaited_then_stopped_with_its_group(tmp_path: Path) -> None:
-    port = _free_port()
-    # The stdlib HTTP server answers any GET (as /v1/models would) once it listens.
-    command = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(tmp_path)]
-    (tmp_path / "v1").mkdir()
-    (tmp_path / "v1" / "models").write_text("{}")
+    port = free_port()
+    command = [sys.executable, "-c", models_server_code(port, tmp_path)]
     server = JudgeServer(command, port, tmp_path / "log" / "judge-server.log", startup_timeout_s=60)
     server.start()
     assert server.process is not None and server.process.poll() is None
@@ -112,12 +110,10 @@ def test_server_process_is_awaited_then_stopped_with_its_group(tmp_path: Path) -
 
 
 def test_server_goes_when_the_launcher_is_killed(tmp_path: Path) -> None:
-    port = _free_port()
-    (tmp_path / "v1").mkdir()
-    (tmp_path / "v1" / "models").write_text("{}")
+    port = free_port()
     launcher_code = (
         "import sys, time\nfrom pathlib import Path\nfrom medical_team.launcher.served_judge_process import JudgeServer\n"
-        f"command = [sys.executable, '-m', 'http.server', '{port}', '--bind', '127.0.0.1', '--directory', '{tmp_path}']\n"
+        f"command = [sys.executable, '-c', {models_server_code(port, tmp_path)!r}]\n"
         f"server = JudgeServer(command, {port}, Path('{tmp_path}') / 'judge-server.log', 60)\n"
         "server.start()\nprint(server.process.pid, flush=True)\ntime.sleep(600)\n"
     )
@@ -141,7 +137,7 @@ def _alive(pid: int) -> bool:
 
 def test_a_server_that_dies_while_starting_is_a_clear_error(tmp_path: Path) -> None:
     command = [sys.executable, "-c", "import sys; print('CUDA out of memory'); sys.exit(3)"]
-    server = JudgeServer(command, _free_port(), tmp_path / "judge-server.log", startup_timeout_s=60)
+    server = JudgeServer(command, free_port(), tmp_path / "judge-server.log", startup_timeout_s=60)
     expected = (
         r"^judge start-up: the judge's vLLM server logged a fatal line: CUDA out of memory; turn down .*its log: "
     )
@@ -155,7 +151,7 @@ def test_an_injected_out_of_memory_fails_the_servers_own_process_before_its_comm
     ran = tmp_path / "ran"
     command = [sys.executable, "-c", f"open({str(ran)!r}, 'w')"]
     log = tmp_path / "judge-server.log"
-    server = JudgeServer(command, _free_port(), log, startup_timeout_s=60, environment={INJECT_ENV: JUDGE_SERVER})
+    server = JudgeServer(command, free_port(), log, startup_timeout_s=60, environment={INJECT_ENV: JUDGE_SERVER})
     expected = (
         r"^judge start-up: the judge's vLLM server logged a fatal line: torch.OutOfMemoryError: CUDA out of memory"
     )
@@ -230,12 +226,6 @@ def _seeds(count: int):
     return [dataclasses.replace(harmful_seed(note), category=Category.ADVERSARIAL_HARMFUL) for note in notes]
 
 
-def _free_port() -> int:
-    from medical_team.launcher.served_judge_plan import free_port
-
-    return free_port()
-
-
 def test_judge_record_says_which_backend_judged(tmp_path: Path) -> None:
     from omegaconf import OmegaConf
 
@@ -250,18 +240,14 @@ def test_judge_record_says_which_backend_judged(tmp_path: Path) -> None:
 def test_the_judges_server_starts_beside_the_trainer_and_is_awaited_at_the_first_call(tmp_path, monkeypatch, capsys):
     from medical_team.launcher import served_judge, served_judge_plan
 
-    port = _free_port()
-    (tmp_path / "v1").mkdir()
-    (tmp_path / "v1" / "models").write_text("{}")
+    port = free_port()
     go = tmp_path / "go"
     # The stand-in answers once the test creates `go` (without it, it exits after 120 s and the run fails).
     held = (
-        f"import pathlib, runpy, sys, time; go = pathlib.Path('{go}'); deadline = time.monotonic() + 120\n"
+        f"import pathlib, sys, time; go = pathlib.Path('{go}'); deadline = time.monotonic() + 120\n"
         "while not go.exists() and time.monotonic() < deadline: time.sleep(0.05)\n"
         "if not go.exists(): sys.exit(9)\n"
-        f"sys.argv = ['http.server', '{port}', '--bind', '127.0.0.1', '--directory', '{tmp_path}']\n"
-        "runpy.run_module('http.server', run_name='__main__')"
-    )
+    ) + models_server_code(port, tmp_path)
     monkeypatch.setattr(served_judge, "vllm_command", lambda *args, **kwargs: [sys.executable, "-c", held])
     monkeypatch.setattr(served_judge_plan, "free_port", lambda: port)
     run = served_judge_run(tmp_path)
@@ -300,14 +286,9 @@ def test_on_a_gpu_the_judge_server_starts_with_the_plans_kv_bytes_and_its_own_co
     model = medgemma_folder(tmp_path)
     overrides = [f"medplay.judge.model={model}", f"medplay.output_dir={tmp_path}", f"medplay.cache_dir={tmp_path}/c"]
     # The server's process: the command line it was given, its cache variables, then an answering /v1/models.
-    port, commands = _free_port(), []
-    (tmp_path / "v1").mkdir()
-    (tmp_path / "v1" / "models").write_text("{}")
-    stand_in = (
-        "import os, runpy, sys; print('caches', *(os.environ[v] for v in sys.argv[1:4]), flush=True); "
-        f"sys.argv = ['http.server', '{port}', '--bind', '127.0.0.1', '--directory', '{tmp_path}']; "
-        "runpy.run_module('http.server', run_name='__main__')"
-    )
+    port, commands = free_port(), []
+    stand_in = "import os, sys; print('caches', *(os.environ[v] for v in sys.argv[1:4]), flush=True)\n"
+    stand_in += models_server_code(port, tmp_path)
 
     def command(*args, **kwargs) -> list[str]:
         commands.append(vllm_command(*args, **kwargs))
