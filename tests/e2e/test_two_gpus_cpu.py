@@ -11,6 +11,7 @@ second resumes from them (`trainer.resume_mode=auto`) and trains step 3. `long`:
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,10 +31,11 @@ SHARDS = ["model_world_size_2_rank_0.pt", "model_world_size_2_rank_1.pt"]
 
 @dataclass(frozen=True)
 class Runs:
-    """The run folder, and the console of the first run and the console and full log of the resumed one."""
+    """The run folder, and the console and full log of the first run and of the resumed one."""
 
     root: Path
     first_console: str
+    first_log: str
     resumed_console: str
     resumed_log: str
 
@@ -47,7 +49,13 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
     convert(root / "data")
     first = train(root, FIRST_STEPS, TWO_GPUS)
     resumed = train(root, FINAL_STEPS, TWO_GPUS, "trainer.resume_mode=auto")
-    return Runs(root, first.stdout + first.stderr, resumed.stdout + resumed.stderr, full_log(resumed.stdout))
+    return Runs(
+        root,
+        first.stdout + first.stderr,
+        full_log(first.stdout),
+        resumed.stdout + resumed.stderr,
+        full_log(resumed.stdout),
+    )
 
 
 def test_the_console_names_the_two_ranks_and_the_doubled_step(runs: Runs) -> None:
@@ -57,12 +65,21 @@ def test_the_console_names_the_two_ranks_and_the_doubled_step(runs: Runs) -> Non
     assert f"the profile's {PROFILE_SEEDS} for each of 2 GPUs)" in runs.first_console
 
 
-def test_each_checkpoint_holds_both_ranks_shards(runs: Runs) -> None:
+@pytest.mark.parametrize("actor_class", ["WorkerDict", "vLLMHttpServer"])
+def test_verl_ran_two_ranks_and_two_rollout_servers(runs: Runs, actor_class: str) -> None:
+    # Ray prefixes each actor's lines in the driver's log with its class and process: one process per rank.
+    processes = set(re.findall(rf"\({actor_class} pid=(\d+)", runs.first_log))
+    assert len(processes) == 2, f"{actor_class} processes in the log: {sorted(processes)}"
+
+
+def test_the_checkpoints_hold_both_ranks_shards(runs: Runs) -> None:
     checkpoints = runs.root / "checkpoints"
-    for step in range(1, FINAL_STEPS + 1):
-        actor = checkpoints / f"global_step_{step}" / "actor"
-        shards = sorted(path.name for path in actor.glob("model_world_size_*_rank_*.pt"))
-        assert shards == SHARDS, f"step {step}: {shards}"
+    kept = sorted(checkpoints.glob("global_step_*"))
+    # trainer.max_actor_ckpt_to_keep (2): the first run's last checkpoint and the resumed run's
+    assert [folder.name for folder in kept] == [f"global_step_{FIRST_STEPS}", f"global_step_{FINAL_STEPS}"]
+    for folder in kept:
+        shards = sorted(path.name for path in (folder / "actor").glob("model_world_size_*_rank_*.pt"))
+        assert shards == SHARDS, f"{folder.name}: {shards}"
     assert read_tracker(checkpoints) == FINAL_STEPS
 
 
