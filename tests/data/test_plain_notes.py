@@ -9,14 +9,8 @@ from pathlib import Path
 import pytest
 
 from medical_team.data.plain_columns import NoteColumns
-from medical_team.data.plain_notes import (
-    FILE_TEXT,
-    WHOLE_LINE,
-    WHOLE_ROW,
-    BadRow,
-    BadRowsError,
-    read_plain_notes,
-)
+from medical_team.data.plain_formats import FILE_TEXT, WHOLE_LINE, WHOLE_ROW
+from medical_team.data.plain_notes import BadRow, BadRowsError, read_plain_notes
 from medical_team.errors import UserInputError
 
 
