@@ -67,13 +67,11 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> FullRun:
         "medplay.report.games_per_step=0",
         f"+ray_kwargs.ray_init.runtime_env.env_vars.{HOLD_ENV}=update_actor@1:{held}:{release}",
     )
-    run = subprocess.Popen(
-        on_tiny_filesystem(METRICS_FS, mount, copy, command),
-        cwd=root,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    stderr = root / "stderr.txt"  # a file, not a pipe: the run must never wait on a reader while the test polls
+    with stderr.open("w") as stderr_file:
+        run = subprocess.Popen(
+            on_tiny_filesystem(METRICS_FS, mount, copy, command), cwd=root, stdout=subprocess.DEVNULL, stderr=stderr_file
+        )
     deadline = time.monotonic() + train_timeout_s(STEPS)
     while run.poll() is None and time.monotonic() < deadline and not held.exists():
         time.sleep(0.1)
@@ -82,8 +80,8 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> FullRun:
         with (seen / "filler").open("wb") as filler:
             os.posix_fallocate(filler.fileno(), 0, shutil.disk_usage(seen).free - LEFT_FREE)
         release.touch()
-    _, stderr = run.communicate(timeout=train_timeout_s(STEPS))
-    return FullRun(root, copy / "metrics.jsonl", run.returncode, stderr)
+    run.wait(timeout=train_timeout_s(STEPS))
+    return FullRun(root, copy / "metrics.jsonl", run.returncode, stderr.read_text())
 
 
 def test_the_run_ends_with_the_cause_on_one_line(full_run: FullRun) -> None:

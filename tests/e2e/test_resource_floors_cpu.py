@@ -104,13 +104,14 @@ def disk_run(tmp_path_factory: pytest.TempPathFactory, data: Path) -> StoppedRun
     command = train_command(
         root, STEPS, f"medplay.data_dir={data}", f"trainer.default_local_dir={mount / 'checkpoints'}", NO_SAVES, *floors
     )
-    run = subprocess.Popen(
-        on_tiny_filesystem(CHECKPOINT_FS, mount, copy, command),
-        cwd=root,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    stderr = root / "stderr.txt"  # a file, not a pipe: the run must never wait on a reader while the test polls
+    with stderr.open("w") as stderr_file:
+        run = subprocess.Popen(
+            on_tiny_filesystem(CHECKPOINT_FS, mount, copy, command),
+            cwd=root,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr_file,
+        )
     seen = Path(f"/proc/{run.pid}/root{mount}")  # the tmpfs, as the run's processes see it
     deadline = time.monotonic() + train_timeout_s(STEPS)
     while run.poll() is None and time.monotonic() < deadline and not _holds_step(seen / "checkpoints", 1):
@@ -119,8 +120,8 @@ def disk_run(tmp_path_factory: pytest.TempPathFactory, data: Path) -> StoppedRun
         free = shutil.disk_usage(seen).free
         with (seen / "filler").open("wb") as filler:
             os.posix_fallocate(filler.fileno(), 0, free - LEFT_FREE)
-    _, stderr = run.communicate(timeout=train_timeout_s(STEPS))
-    return StoppedRun(copy / "checkpoints", run.returncode, stderr)
+    run.wait(timeout=train_timeout_s(STEPS))
+    return StoppedRun(copy / "checkpoints", run.returncode, stderr.read_text())
 
 
 def _holds_step(checkpoints: Path, step: int) -> bool:
