@@ -21,6 +21,7 @@ from medical_team.hardware.attention import ATTENTION_KEY, FLASH_ATTENTION, NO_P
 from medical_team.launcher.host_plan import checked_config, requested_profile, run_overrides, sets_key
 
 if TYPE_CHECKING:
+    from omegaconf import DictConfig
     from rich.table import Table
 
     from medical_team.hardware.host_facts import PackageFacts
@@ -135,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     chosen = chosen_profile(facts, requested)
     profile = profiles.get(chosen or "")
     on_gpu = profile is not None and profile.needs_gpu and bool(facts.gpus)
-    planned, cache_setting, checkpoint_gib = None, None, args.checkpoint_gib
+    planned, cache_setting, checkpoint_gib, config = None, None, args.checkpoint_gib, None
     if profile is not None:
         # The settings' mistakes before any work, on a GPU or not; one checkpoint of them; on a GPU, their plan on
         # the host's GPUs (the policy's and the judge's, as `medplay train` places them).
@@ -161,7 +162,8 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"profile: {report.profile}; report written to {output}", soft_wrap=True)
     if args.run_overrides is not None:
         profile, *rest = run_overrides(report.profile, overrides)  # the profile first: the pipeline reads it there
-        trains_with = [profile, *ray_head_gpus(planned), *rest]
+        head_gpus = ray_head_gpus(planned) if on_gpu else fake_gpus(config)
+        trains_with = [profile, *head_gpus, *rest]
         write_run_overrides(Path(args.run_overrides), trains_with if report.ok else None)
     return 0 if report.ok else REFUSED
 
@@ -177,6 +179,21 @@ def ray_head_gpus(planned: HostPlan | None) -> list[str]:
         return []
     policy = planned.placed.placement.policy
     return [f"{RAY_GPUS_KEY}={policy}"] if policy < len(planned.placed.gpus.visible) else []
+
+
+def fake_gpus(config: DictConfig | None) -> list[str]:
+    """On the CPU, the fake GPUs a Ray head the container's pipeline starts declares: `ray_kwargs.ray_init.num_gpus=N`
+    when the run trains on N ranks (`trainer.n_gpus_per_node`) and the profile declares another count (cpu-smoke: 1),
+    as `medplay train`'s own private cluster would (launcher/gpu_plan.py)."""
+    from omegaconf import OmegaConf
+
+    from medical_team.hardware.gpu_set import POLICY_GPUS_KEY
+    from medical_team.launcher.gpu_plan import RAY_GPUS_KEY
+
+    if config is None:
+        return []
+    ranks, declared = OmegaConf.select(config, POLICY_GPUS_KEY), OmegaConf.select(config, RAY_GPUS_KEY)
+    return [] if declared is None or int(declared) == int(ranks) else [f"{RAY_GPUS_KEY}={int(ranks)}"]
 
 
 def write_run_overrides(path: Path, overrides: list[str] | None) -> None:

@@ -222,6 +222,20 @@ def test_medplay_probe_writes_the_overrides_the_run_trains_with_in_the_hosts_att
     assert json.loads((tmp_path / "out" / "probe.json").read_text())["attention"] == "sdpa"
 
 
+def test_on_the_cpu_the_containers_ray_head_declares_the_fake_gpus_the_run_trains_on(tmp_path):
+    # `docker run ... train trainer.n_gpus_per_node=2` on the CPU image: the pipeline's Ray head reads
+    # `ray_kwargs.ray_init.num_gpus` from these overrides; cpu-smoke's own 1 would leave the second rank no GPU.
+    written = tmp_path / "run" / "run.args"
+    result = run_probe(tmp_path, "--run-overrides", str(written), "trainer.n_gpus_per_node=2")
+
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr
+    assert written.read_text().splitlines() == [
+        "profile=cpu-smoke",
+        "ray_kwargs.ray_init.num_gpus=2",
+        "trainer.n_gpus_per_node=2",
+    ]
+
+
 @pytest.mark.parametrize(
     ("overrides", "host", "attention", "added"),
     [
