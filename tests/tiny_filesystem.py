@@ -40,6 +40,14 @@ def on_tiny_filesystem(size: str, mount_dir: Path, copy_to: Path, command: Seque
     return [*_unshare(), "sh", "-c", _WRAPPER, "sh", size, str(mount_dir), str(copy_to), *command]
 
 
+def fill_leaving(pid: int, mount_dir: Path, left_free: int) -> None:
+    """Fill the tmpfs that process `pid` (the wrapper of `on_tiny_filesystem`) sees at `mount_dir` until `left_free`
+    bytes are free there (a file `filler`, through `/proc/PID/root`: the mount as the command's processes see it)."""
+    seen = Path(f"/proc/{pid}/root{mount_dir}")
+    with (seen / "filler").open("wb") as filler:
+        os.posix_fallocate(filler.fileno(), 0, shutil.disk_usage(seen).free - left_free)
+
+
 def tiny_filesystem_unavailable() -> str | None:
     """Why this machine cannot mount a tiny filesystem for a test (None: it can)."""
     if shutil.which("unshare") is None:

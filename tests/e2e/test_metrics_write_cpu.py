@@ -15,7 +15,6 @@ tracker still at step 1, so a resume replays step 2. `long`: a real run costs mi
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import time
@@ -24,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from cpu_smoke import convert, train_command, train_timeout_s
-from tiny_filesystem import on_tiny_filesystem, tiny_filesystem_unavailable
+from tiny_filesystem import fill_leaving, on_tiny_filesystem, tiny_filesystem_unavailable
 
 from medical_team.checkpoint_folder import read_tracker
 from medical_team.plugin.step_hold import HOLD_ENV
@@ -76,9 +75,7 @@ def full_run(tmp_path_factory: pytest.TempPathFactory) -> FullRun:
     while run.poll() is None and time.monotonic() < deadline and not held.exists():
         time.sleep(0.1)
     if run.poll() is None and held.exists():
-        seen = Path(f"/proc/{run.pid}/root{mount}")  # the tmpfs, as the run's processes see it
-        with (seen / "filler").open("wb") as filler:
-            os.posix_fallocate(filler.fileno(), 0, shutil.disk_usage(seen).free - LEFT_FREE)
+        fill_leaving(run.pid, mount, LEFT_FREE)
         release.touch()
     run.wait(timeout=train_timeout_s(STEPS))
     return FullRun(root, copy / "metrics.jsonl", run.returncode, stderr.read_text())

@@ -17,7 +17,6 @@ Each ends with exit status 6, one line naming the resource, and the tracker at i
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import time
@@ -26,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from cpu_smoke import convert, metrics_by_step, train_command, train_timeout_s
-from tiny_filesystem import on_tiny_filesystem, tiny_filesystem_unavailable
+from tiny_filesystem import fill_leaving, on_tiny_filesystem, tiny_filesystem_unavailable
 
 from medical_team.checkpoint_folder import read_tracker
 from medical_team.reliability.checkpoints import COMPLETE_MARKER
@@ -117,9 +116,7 @@ def disk_run(tmp_path_factory: pytest.TempPathFactory, data: Path) -> StoppedRun
     while run.poll() is None and time.monotonic() < deadline and not _holds_step(seen / "checkpoints", 1):
         time.sleep(0.1)
     if run.poll() is None:
-        free = shutil.disk_usage(seen).free
-        with (seen / "filler").open("wb") as filler:
-            os.posix_fallocate(filler.fileno(), 0, free - LEFT_FREE)
+        fill_leaving(run.pid, mount, LEFT_FREE)
     run.wait(timeout=train_timeout_s(STEPS))
     return StoppedRun(copy / "checkpoints", run.returncode, stderr.read_text())
 
