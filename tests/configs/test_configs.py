@@ -12,6 +12,7 @@ from medical_team.errors import UserInputError
 from medical_team.launcher.compose import available_profiles, compose_config
 from medical_team.launcher.environment import runtime_env_vars
 from medical_team.plugin.cpu.patches import patch_vllm_version_lookup
+from medical_team.plugin.rollout_env import rollout_env_from
 from medical_team.run.settings import TrainingMode, settings_from_trainer_config
 from medical_team.vocab import ASSESSOR_AGENT
 
@@ -76,6 +77,15 @@ def test_cpu_smoke_loads_the_cpu_runtime_before_the_plugin() -> None:
     env = runtime_env_vars(compose_config(["profile=cpu-smoke"]))
     assert env["VERL_USE_EXTERNAL_MODULES"].split(",") == [CPU_MODULE, "medical_team.plugin.every_process"]
     assert env["VERL_PLATFORM"] == "cpu"
+
+
+@pytest.mark.parametrize("profile", ["cpu-smoke", "80g"])
+def test_the_rollouts_own_variables_bound_its_vllm_workers_memory(profile: str) -> None:
+    # glibc's mmap threshold fixed and oneDNN's primitive cache off: the two fills `make soak` found in the
+    # rollout's vLLM worker (docs/reliability.md "Long runs"); set for its processes alone.
+    env = runtime_env_vars(compose_config([f"profile={profile}"]))
+    assert rollout_env_from(env) == {"MALLOC_MMAP_THRESHOLD_": "131072", "ONEDNN_PRIMITIVE_CACHE_CAPACITY": "0"}
+    assert "ONEDNN_PRIMITIVE_CACHE_CAPACITY" not in env and "MALLOC_MMAP_THRESHOLD_" not in env
 
 
 def test_overrides_reach_the_composed_config(tmp_path) -> None:
