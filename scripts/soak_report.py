@@ -5,6 +5,10 @@ have other processes, so each process's own series is centred on its mean and th
 a process that grows 1 MiB every 100 steps shows 1.0 whatever its size. Samples of each run's first
 `--warmup-steps` steps are left out (imports, compilation, allocator pools filling), and those of its last step
 (a run that ends tears its processes down while the sampler still looks).
+
+A sample lands anywhere in a step, and a phase's short-lived allocations (an update's activations: tens of MiB) move
+it; the private-memory floor, the least each process held in each `FLOOR_WINDOW` steps, is what it keeps between
+them, and its slope is the one those allocations cannot tilt.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from medical_team.reliability.resources import slope
 
 PER = 100  # slopes are per this many steps
 SERIES = ("rss_mib", "anon_mib", "open_files", "threads")
+FLOOR_WINDOW = 25  # steps: a process's private-memory floor is its least value over each such window
 
 
 def pooled_slope(series: Iterable[list[tuple[float, float]]]) -> float | None:
@@ -39,6 +44,14 @@ def pooled_slope(series: Iterable[list[tuple[float, float]]]) -> float | None:
         xs += [x - mean_x for x, _ in points]
         ys += [y - mean_y for _, y in points]
     return None if len(set(xs)) < 2 else round(slope(xs, ys) * PER, 3)
+
+
+def floors(points: list[tuple[float, float]], window: int = FLOOR_WINDOW) -> list[tuple[float, float]]:
+    """(first step of the window, least value in it) for each `window` steps that hold (step, value) points."""
+    by_window: dict[int, list[float]] = defaultdict(list)
+    for step, value in points:
+        by_window[int(step) // window].append(value)
+    return [(index * window, min(values)) for index, values in sorted(by_window.items())]
 
 
 def warm(samples: list[dict[str, Any]], segments: list[dict[str, Any]], warmup: int) -> list[dict[str, Any]]:
@@ -100,6 +113,10 @@ def analyse(
             slopes = [pooled_slope([points]) for points in processes.values()]
             parts[kind][f"{key}_per_100_steps"] = pooled_slope(processes.values())
             parts[kind][f"{key}_worst_process"] = max((s for s in slopes if s is not None), default=None)
+    for kind, processes in process_series(settled, "anon_mib").items():
+        slopes = [pooled_slope([floors(points)]) for points in processes.values()]
+        parts[kind]["anon_floor_mib_per_100_steps"] = pooled_slope(floors(points) for points in processes.values())
+        parts[kind]["anon_floor_mib_worst_process"] = max((s for s in slopes if s is not None), default=None)
     for kind, processes in process_series(samples, "rss_mib").items():
         parts[kind]["processes"] = len(processes)
         parts[kind]["rss_mib_last"] = round(sum(points[-1][1] for points in processes.values() if points), 1)
@@ -242,17 +259,20 @@ def page(document: dict[str, Any], folder_name: str, pictures: list[str]) -> str
         "",
         "Private memory (RSS less file-backed and shared pages) is what a process keeps; RSS also moves as the kernel",
         "drops and reloads library pages under memory pressure. MiB per 100 steps; worst: the part's fastest process.",
+        f"Floor: the least private memory each process held in each {FLOOR_WINDOW} steps, which a phase's short-lived",
+        "allocations do not move.",
         "",
         (
-            "| part | processes | RSS at the end, MiB | private MiB / 100 | worst process | RSS MiB / 100 | open files / 100 "
-            "| threads / 100 |"
+            "| part | processes | RSS at the end, MiB | private MiB / 100 | worst process | private floor MiB / 100 "
+            "| worst process | RSS MiB / 100 | open files / 100 | threads / 100 |"
         ),
-        "|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for kind, row in figures["per_part"].items():
         lines.append(
             f"| {kind} | {row.get('processes')} | {row.get('rss_mib_last')} | {_number(row.get('anon_mib_per_100_steps'))}"
-            f" | {_number(row.get('anon_mib_worst_process'))} | {_number(row.get('rss_mib_per_100_steps'))} | "
+            f" | {_number(row.get('anon_mib_worst_process'))} | {_number(row.get('anon_floor_mib_per_100_steps'))}"
+            f" | {_number(row.get('anon_floor_mib_worst_process'))} | {_number(row.get('rss_mib_per_100_steps'))} | "
             f"{_number(row.get('open_files_per_100_steps'))} | {_number(row.get('threads_per_100_steps'))} |"
         )
     step_time = figures["step_time"]
