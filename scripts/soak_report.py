@@ -227,7 +227,9 @@ def page(document: dict[str, Any], folder_name: str, pictures: list[str]) -> str
     """The Markdown page of one soak."""
     figures, settings = document["figures"], document["settings"]
     lines = [
-        f"# Soak on CPU: {settings['steps']} steps, killed {settings['kills']} times and resumed, every process watched",
+        f"# Soak on CPU: {settings['steps']} steps, "
+        + (f"killed {settings['kills']} times and resumed" if settings["kills"] else "no kill")
+        + ", every process watched",
         "",
         (
             f"Written by `scripts/soak.py` (`make soak`) on {document['date']}, commit `{document['commit']}`, machine "
