@@ -12,7 +12,7 @@ it (the vLLM server's engine, the judge) pay nothing. Without glibc (`malloc_tri
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+from collections.abc import Callable
 
 from wrapt import register_post_import_hook
 
@@ -22,12 +22,11 @@ WORKER_MODULE = "verl.workers.engine_workers"
 TRIMMED_PHASE = "update_actor"
 
 
-def _glibc_malloc_trim():
-    """glibc's `malloc_trim`, or None where the C library has none."""
-    name = ctypes.util.find_library("c")
+def _glibc_malloc_trim() -> Callable[[int], int] | None:
+    """glibc's `malloc_trim`, or None where the C library the interpreter runs on has none."""
     try:
-        trim = ctypes.CDLL(name).malloc_trim
-    except (OSError, AttributeError, TypeError):
+        trim = ctypes.CDLL(None).malloc_trim  # the interpreter's own symbols, the C library's among them
+    except (OSError, AttributeError):
         return None
     trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
     return trim
