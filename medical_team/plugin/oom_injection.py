@@ -9,7 +9,8 @@ from __future__ import annotations
 import os
 
 from medical_team.plugin.phase_calls import before_each_call
-from medical_team.run.oom_injection import INJECT_ENV, INJECTED, PHASE_METHODS
+from medical_team.run.oom_injection import INJECT_ENV, INJECTED
+from medical_team.run.step_phases import PHASE_METHODS
 
 
 def inject_in_this_process() -> str | None:

@@ -2,7 +2,7 @@
 
 The heap trim (heap_trim.py) acts after each update of the actor; the tests' out-of-memory injection
 (oom_injection.py) and step hold (step_hold.py) act before a phase's call. The methods are those named in
-medical_team/run/oom_injection.py (`PHASE_METHODS`), wrapped in the process that imports the plugin;
+medical_team/run/step_phases.py (`PHASE_METHODS`), wrapped in the process that imports the plugin;
 `functools.wraps` keeps verl's `@register` attributes, so verl still dispatches the wrapped method.
 """
 
@@ -12,7 +12,7 @@ import functools
 import inspect
 from collections.abc import Callable
 
-from medical_team.run.oom_injection import PHASE_METHODS
+from medical_team.run.step_phases import PHASE_METHODS
 
 
 def phase_owner(phase: str) -> type:

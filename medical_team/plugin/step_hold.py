@@ -2,7 +2,7 @@
 
 `MEDPLAY_INJECT_HOLD=PHASE@N:HELD:RELEASE` (for the run's Ray workers, as `MEDPLAY_INJECT_OOM` is: through
 `+ray_kwargs.ray_init.runtime_env.env_vars`): in each worker that runs PHASE (a key of PHASE_METHODS,
-medical_team/run/oom_injection.py), the N-th call of its verl method writes the file HELD, then waits until the file
+medical_team/run/step_phases.py), the N-th call of its verl method writes the file HELD, then waits until the file
 RELEASE exists before it runs. The image's stop test holds step 2's `update_actor` until the stop request appears
 (tests/container/test_appliance_image.py), so the stop reaches the trainer during step 2 however short steps are.
 The paths hold no `:`.
@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from medical_team.plugin.phase_calls import before_each_call
-from medical_team.run.oom_injection import PHASE_METHODS
+from medical_team.run.step_phases import PHASE_METHODS
 
 HOLD_ENV = "MEDPLAY_INJECT_HOLD"
 # A hold that nothing releases ends the phase with an error rather than leaving the run waiting for ever.

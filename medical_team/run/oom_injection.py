@@ -1,6 +1,6 @@
 """Tests only: a real CUDA out-of-memory error in the process that runs one phase of a step, named once for all sides.
 
-`MEDPLAY_INJECT_OOM=<phase>[@N]` makes the worker that runs that phase raise the real `torch.OutOfMemoryError` at
+`MEDPLAY_INJECT_OOM=<phase>[@N]` (a phase of step_phases.py) makes the worker that runs that phase raise the real `torch.OutOfMemoryError` at
 its N-th call (medical_team/plugin/oom_injection.py, run when verl imports medplay's plugin; `judge_server`: the
 judge's server process raises it as it starts, medical_team/judge_server/served_judge_exec.py). The launcher turns
 the error into its report (medical_team/launcher/out_of_memory.py).
@@ -12,10 +12,3 @@ INJECT_ENV = "MEDPLAY_INJECT_OOM"
 INJECTED = "CUDA out of memory. Tried to allocate 9.27 GiB (injected by MEDPLAY_INJECT_OOM for a test)"
 
 JUDGE_SERVER = "judge_server"  # the phase of the served judge's own vLLM process
-# The worker method (as it appears in the remote traceback) that runs each phase, in the order a step runs them.
-PHASE_METHODS = {
-    "rollout": "generate",
-    "old_log_prob": "compute_log_prob",
-    "ref": "compute_ref_log_prob",
-    "update_actor": "update_actor",
-}

@@ -16,7 +16,8 @@ from ray.exceptions import RayTaskError
 from medical_team.launcher.out_of_memory import KNOBS, out_of_memory, phase_of
 from medical_team.plugin.oom_injection import inject_in_this_process
 from medical_team.run.failures import OUT_OF_MEMORY_EXIT, JudgeServerError
-from medical_team.run.oom_injection import INJECT_ENV, PHASE_METHODS
+from medical_team.run.oom_injection import INJECT_ENV
+from medical_team.run.step_phases import PHASE_METHODS
 
 TORCH_MESSAGE = (
     "CUDA out of memory. Tried to allocate 9.27 GiB. GPU 0 has a total capacity of 79.19 GiB of which 1.2 GiB is free."
