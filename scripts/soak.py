@@ -170,19 +170,17 @@ def resumed_from(console: str) -> int | None:
     return None
 
 
-def run_segment(args: argparse.Namespace, soak: Soak, kill_at: int | None, started: float) -> None:
-    """Start the run, sample it until it ends or its last logged step reaches `kill_at`, then SIGKILL it."""
-    checkpoints, tail = args.work / "checkpoints", MetricsTail(args.work / "checkpoints" / "metrics.jsonl")
-    index = len(soak.segments)
-    segment = Segment(started_at_step=tail.poll({}))
-    if index:
-        segment.expected_resume = soak.segments[-1].checkpoint_at_kill
-    soak.segments.append(segment)
-    console = args.work / f"console-{index}.txt"
-    shm_before = shm_segments()
-    began = time.monotonic()
-    with console.open("w") as out:
-        run = subprocess.Popen(train_command(args), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+def sample_until_end(
+    args: argparse.Namespace,
+    soak: Soak,
+    run: subprocess.Popen[bytes],
+    tail: MetricsTail,
+    kill_at: int | None,
+    started: float,
+    shm_before: set[Path],
+) -> None:
+    """Sample the run (the soak's newest segment) until it ends, stalls, or its last logged step reaches `kill_at`."""
+    index, segment = len(soak.segments) - 1, soak.segments[-1]
     next_sample, last_step, last_progress = 0.0, segment.started_at_step, time.monotonic()
     while run.poll() is None:
         step = tail.poll(soak.step_seconds)
@@ -194,7 +192,8 @@ def run_segment(args: argparse.Namespace, soak: Soak, kill_at: int | None, start
         if kill_at is not None and step >= kill_at:
             segment.killed_after_step = step
             kill_tree(run)
-            segment.checkpoint_at_kill = newest_verified(checkpoints)  # read once nothing can write it any more
+            # read once nothing can write it any more
+            segment.checkpoint_at_kill = newest_verified(args.work / "checkpoints")
             remove_orphaned_segments(shm_before)  # vLLM's shared memory, left by the killed rollout server
             break
         if time.monotonic() - last_progress > STALL_S:
@@ -202,6 +201,29 @@ def run_segment(args: argparse.Namespace, soak: Soak, kill_at: int | None, start
             soak.problems.append(f"run {index}: no new step for {STALL_S} s after step {step}; killed")
             break
         time.sleep(0.5)
+
+
+def run_segment(args: argparse.Namespace, soak: Soak, kill_at: int | None, started: float) -> None:
+    """Start the run, sample it until it ends or its last logged step reaches `kill_at`, then SIGKILL it.
+
+    A soak that is itself stopped (Ctrl-C, or SIGTERM: `main` turns it into an exit) SIGKILLs its run first.
+    """
+    tail, index = MetricsTail(args.work / "checkpoints" / "metrics.jsonl"), len(soak.segments)
+    segment = Segment(started_at_step=tail.poll({}))
+    if index:
+        segment.expected_resume = soak.segments[-1].checkpoint_at_kill
+    soak.segments.append(segment)
+    console = args.work / f"console-{index}.txt"
+    shm_before = shm_segments()
+    began = time.monotonic()
+    with console.open("w") as out:
+        run = subprocess.Popen(train_command(args), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        sample_until_end(args, soak, run, tail, kill_at, started, shm_before)
+    except BaseException:  # the soak itself interrupted (Ctrl-C, SIGTERM): its run must not train on unwatched
+        kill_tree(run)
+        remove_orphaned_segments(shm_before)
+        raise
     tail.poll(soak.step_seconds)
     segment.exit_status, segment.seconds = run.wait(), round(time.monotonic() - began, 1)
     text = console.read_text()
@@ -271,9 +293,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def exit_on_sigterm(signum: int, _frame: object) -> None:
+    """SIGTERM ends the soak as Ctrl-C does, through `run_segment`'s clean-up of the run it watches."""
+    raise SystemExit(128 + signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the soak, check it, write the report; 0 when the run's own checks held."""
     args = parse_args(argv)
+    signal.signal(signal.SIGTERM, exit_on_sigterm)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     kills = kill_steps(args, random.Random(seed))
     shutil.rmtree(args.work, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""End to end: a short soak (scripts/soak.py, `make soak`) of 150 real cpu-smoke steps, SIGKILLed once and resumed.
+"""End to end: a short soak (scripts/soak.py, `make soak`) of 60 real cpu-smoke steps, SIGKILLed once and resumed.
 
     .venv/bin/python -m pytest -q -m e2e tests/e2e/test_soak_cpu.py
 
@@ -22,7 +22,7 @@ from medical_team.checkpoint_folder import step_dirs
 from medical_team.reliability.checkpoints import damage, has_manifest
 
 SOAK = Path(__file__).resolve().parents[2] / "scripts" / "soak.py"
-STEPS, SAVE_FREQ, KEEP = 150, 25, 2
+STEPS, SAVE_FREQ, KEEP = 60, 10, 2  # six saves, two kept: retention has four to delete
 # Two starts and a replay: the soak's own run guard (the two starts' hang guards), and room to write the report.
 SOAK_TIMEOUT_S = 2 * train_timeout_s(STEPS)
 
@@ -36,7 +36,7 @@ def soak(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
     work, report = root / "work", root / "report" / "soak"
     command = [
         sys.executable, str(SOAK), "--steps", str(STEPS), "--kills", "1", "--seed", "7",
-        "--save-freq", str(SAVE_FREQ), "--keep", str(KEEP), "--warmup-steps", "25",
+        "--save-freq", str(SAVE_FREQ), "--keep", str(KEEP), "--warmup-steps", "10",
         "--work", str(work), "--report", str(report),
         "--override", f"{MEMORY_FLOOR}=0",  # off, as in every e2e run but the floors' own (tests/cpu_smoke.py)
     ]  # fmt: skip
