@@ -11,6 +11,9 @@ verl's `AgentLoopWorkerTQ` in two small overrides:
   also keeps the settled game for the step's metrics, including games whose samples are dropped.
 - `generate_sequences`: validation batches are played by the assessor-only loop; the answers it gives on
   benchmark rows are kept for the trainer (`drain_benchmark_answers`).
+
+Once the trainer has taken a step's games (`drain_games`), the worker hands the freed pages glibc keeps back to the
+system (run/heap.py).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from medical_team.agent_loop.agent_loop import (
     take_judge_outages,
 )
 from medical_team.game import JudgeStats
+from medical_team.run.heap import trim_heap
 from medical_team.run.roles import role_uid, row_key
 from medical_team.run.step_games import ledger_record
 from medical_team.vocab import ASSESSOR_AGENT, Role
@@ -113,8 +117,11 @@ class _SelfPlayAgentLoopWorker(AgentLoopWorkerTQ.__ray_actor_class__):
             await super()._agent_loop_postprocess(out, validate, **{**kwargs, "uid": uid})
 
     async def drain_games(self) -> tuple[list[dict[str, Any]], JudgeStats]:
-        """The games settled since the last call (records of `GameOutcome.to_record`)."""
-        return self.ledger.drain()
+        """The games settled since the last call (records of `GameOutcome.to_record`); the step's games are over."""
+        drained = self.ledger.drain()
+        # The step's prompts, replies and tokenizations are freed by now; glibc keeps the pages in the threads' arenas.
+        trim_heap()
+        return drained
 
     async def drain_probe_observations(self) -> list[tuple[str, bool]]:
         """The learning probe's (role, behaviour shown) pairs since the last call."""

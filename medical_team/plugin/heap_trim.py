@@ -6,43 +6,23 @@ ends, but glibc keeps freed pages that lie below live ones, so the worker's RSS 
 those pages (22.9 MiB at once in a live worker). Raising glibc's mmap threshold instead made the update 1.7x slower.
 
 The trim is wired when verl's worker module is imported (wrapt's post-import hook), so the processes that never import
-it (the vLLM server's engine, the judge) pay nothing. Without glibc (`malloc_trim` missing) it does nothing.
+it (the vLLM server's engine, the judge) pay nothing. The trim itself is medical_team/run/heap.py's.
 """
 
 from __future__ import annotations
 
-import ctypes
-from collections.abc import Callable
-
 from wrapt import register_post_import_hook
 
 from medical_team.plugin.phase_calls import after_each_call
+from medical_team.run.heap import HAS_MALLOC_TRIM, trim_heap
 
 WORKER_MODULE = "verl.workers.engine_workers"
 TRIMMED_PHASE = "update_actor"
 
 
-def _glibc_malloc_trim() -> Callable[[int], int] | None:
-    """glibc's `malloc_trim`, or None where the C library the interpreter runs on has none."""
-    try:
-        trim = ctypes.CDLL(None).malloc_trim  # the interpreter's own symbols, the C library's among them
-    except (OSError, AttributeError):
-        return None
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    return trim
-
-
-_MALLOC_TRIM = _glibc_malloc_trim()
-
-
-def trim_heap() -> bool:
-    """Return the heap's free pages to the system (`malloc_trim(0)`); whether any were returned."""
-    return _MALLOC_TRIM is not None and _MALLOC_TRIM(0) == 1
-
-
 def trim_after_each_update() -> None:
     """From the import of verl's worker module on, end each `update_actor` call in this process with `trim_heap()`."""
-    if _MALLOC_TRIM is None:
+    if not HAS_MALLOC_TRIM:
         return
 
     register_post_import_hook(lambda module: after_each_call(TRIMMED_PHASE, lambda call: trim_heap()), WORKER_MODULE)

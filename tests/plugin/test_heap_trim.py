@@ -1,5 +1,6 @@
-"""The heap trim (medical_team/plugin/heap_trim.py) on glibc's real heap: memory freed below a live block stays in the
-process until the trim returns it, and a run's plugin makes each call of verl's own `update_actor` end with the trim.
+"""The heap trim (medical_team/run/heap.py) on glibc's real heap: memory freed below a live block stays in the process
+until the trim returns it, a run's plugin makes each call of verl's own `update_actor` end with the trim
+(medical_team/plugin/heap_trim.py), and the agent-loop worker trims once the trainer has taken a step's games.
 
 Each case runs in a fresh interpreter: the trim wraps verl's worker class for the life of the process.
 """
@@ -44,7 +45,7 @@ def fill_and_free_heap():
 TRIM_AFTER_FREE = (
     HEAP_FILL
     + """
-from medical_team.plugin.heap_trim import trim_heap
+from medical_team.run.heap import trim_heap
 
 start = rss_mib()
 kept, filled = fill_and_free_heap()
@@ -82,6 +83,33 @@ print(json.dumps(sizes))
 """
 )
 
+# The agent loops allocate on the worker's event-loop thread, from that thread's own glibc arena.
+DRAIN_AFTER_GAMES = (
+    HEAP_FILL
+    + """
+import asyncio, threading
+from types import SimpleNamespace
+
+from medical_team.agent_loop.worker import GameLedger, _SelfPlayAgentLoopWorker
+
+sizes = {"start": rss_mib()}
+
+
+def play_games():
+    kept, sizes["filled"] = fill_and_free_heap()
+    sizes["freed"] = rss_mib()
+
+
+player = threading.Thread(target=play_games)
+player.start()
+player.join()
+worker = SimpleNamespace(ledger=GameLedger())
+records, _ = asyncio.run(_SelfPlayAgentLoopWorker.drain_games(worker))
+sizes["records"], sizes["after_drain"] = records, rss_mib()
+print(json.dumps(sizes))
+"""
+)
+
 
 def run_fresh(program: str) -> dict:
     """Run `program` in a fresh interpreter (no rollout variables: a run in this process may have set them)."""
@@ -109,3 +137,12 @@ def test_the_plugin_ends_each_call_of_verls_update_actor_with_the_trim() -> None
     assert sizes["filled"] - sizes["start"] >= 60
     assert sizes["filled"] - sizes["freed"] < 4
     assert sizes["freed"] - sizes["after_update"] >= 60  # returned when verl's method ended
+
+
+def test_the_agent_loop_worker_trims_once_the_trainer_has_taken_the_steps_games() -> None:
+    sizes = run_fresh(DRAIN_AFTER_GAMES)
+
+    assert sizes["records"] == []
+    assert sizes["filled"] - sizes["start"] >= 60
+    assert sizes["filled"] - sizes["freed"] < 4  # freed on the games' thread, kept in its arena
+    assert sizes["freed"] - sizes["after_drain"] >= 60
