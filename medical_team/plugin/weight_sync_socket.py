@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+from collections.abc import Callable
 from types import ModuleType
 
 from wrapt import register_post_import_hook
@@ -41,35 +42,34 @@ def keyed(handle: str, key: str) -> str:
     return f"{SOCKET_PREFIX}{key}-{handle.removeprefix(SOCKET_PREFIX)}"
 
 
+def _wrap_once(owner: type, name: str, wrapper: Callable[[Callable], Callable]) -> None:
+    """Replace `owner.name` by `wrapper(it)` (its name and docstring kept), once in a process."""
+    original = getattr(owner, name)
+    if getattr(original, _KEYED, False):
+        return
+    wrapped = functools.wraps(original)(wrapper(original))
+    setattr(wrapped, _KEYED, True)
+    setattr(owner, name, wrapped)
+
+
 def _key_sender(module: ModuleType, key: str) -> None:
     """`ServerAdapter` keeps the socket address it sends on from its construction: rename it then."""
-    adapter = module.ServerAdapter
-    if getattr(adapter.__init__, _KEYED, False):
-        return
-    init = adapter.__init__
 
-    @functools.wraps(init)
-    def keyed_init(self, *args, **kwargs) -> None:
-        init(self, *args, **kwargs)
-        self.zmq_handle = keyed(self.zmq_handle, key)
+    def keyed_after(init: Callable) -> Callable:
+        def init_then_key(self, *args, **kwargs) -> None:
+            init(self, *args, **kwargs)
+            self.zmq_handle = keyed(self.zmq_handle, key)
 
-    setattr(keyed_init, _KEYED, True)
-    adapter.__init__ = keyed_init
+        return init_then_key
+
+    _wrap_once(module.ServerAdapter, "__init__", keyed_after)
 
 
 def _key_receiver(module: ModuleType, key: str) -> None:
     """The vLLM worker's extension computes the address it connects to on each sync: rename what it returns."""
-    extension = module.vLLMColocateWorkerExtension
-    if getattr(extension._get_zmq_handle, _KEYED, False):
-        return
-    handle = extension._get_zmq_handle
-
-    @functools.wraps(handle)
-    def keyed_handle(self) -> str:
-        return keyed(handle(self), key)
-
-    setattr(keyed_handle, _KEYED, True)
-    extension._get_zmq_handle = keyed_handle
+    _wrap_once(
+        module.vLLMColocateWorkerExtension, "_get_zmq_handle", lambda handle: lambda self: keyed(handle(self), key)
+    )
 
 
 def key_weight_sync_sockets() -> str | None:
