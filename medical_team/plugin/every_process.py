@@ -9,8 +9,9 @@ alone (rollout_env.py), makes each update of the actor end by returning the heap
 (heap_trim.py, once verl's worker module is imported), names the socket that carries the synced weights after the
 run, so that two runs on one host keep apart (weight_sync_socket.py), and injects an out-of-memory error where
 `MEDPLAY_INJECT_OOM` asks and holds a phase's call where `MEDPLAY_INJECT_HOLD` asks (tests only: oom_injection.py,
-step_hold.py). It registers nothing, so it stays light in the processes that need none of medplay's pieces (the vLLM server and its worker, the FSDP workers): the trainer and estimator register in the task
-runner's process (medical_team/task_runner/task_runner.py), the agent loops in the agent-loop workers
+step_hold.py). It registers nothing, so it stays light in the processes that need none of medplay's pieces (the
+vLLM server and its worker, the FSDP workers): the trainer and estimator register in the task runner's process
+(medical_team/task_runner/task_runner.py), the agent loops in the agent-loop workers
 (medical_team/agent_loop/worker.py).
 """
 

@@ -1,9 +1,10 @@
 """Tests only: a real CUDA out-of-memory error in the process that runs one phase of a step, named once for all sides.
 
-`MEDPLAY_INJECT_OOM=<phase>[@N]` (a phase of step_phases.py) makes the worker that runs that phase raise the real `torch.OutOfMemoryError` at
-its N-th call (medical_team/plugin/oom_injection.py, run when verl imports medplay's plugin; `judge_server`: the
-judge's server process raises it as it starts, medical_team/judge_server/served_judge_exec.py). The launcher turns
-the error into its report (medical_team/launcher/out_of_memory.py).
+`MEDPLAY_INJECT_OOM=<phase>[@N]` (a phase of step_phases.py) makes the worker that runs that phase raise the real
+`torch.OutOfMemoryError` at its N-th call (medical_team/plugin/oom_injection.py, run when verl imports medplay's
+plugin; `judge_server`: the judge's server process raises it as it starts,
+medical_team/judge_server/served_judge_exec.py). The launcher turns the error into its report
+(medical_team/launcher/out_of_memory.py).
 """
 
 from __future__ import annotations
