@@ -68,6 +68,7 @@ class Soak:
     step_seconds: dict[int, float] = field(default_factory=dict)
     segments: list[Segment] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)  # the soak's clock, for every sample's time
 
 
 class MetricsTail:
@@ -176,7 +177,6 @@ def sample_until_end(
     run: subprocess.Popen[bytes],
     tail: MetricsTail,
     kill_at: int | None,
-    started: float,
     shm_before: set[Path],
 ) -> None:
     """Sample the run (the soak's newest segment) until it ends, stalls, or its last logged step reaches `kill_at`."""
@@ -187,7 +187,7 @@ def sample_until_end(
         if step != last_step:
             last_step, last_progress = step, time.monotonic()
         if time.monotonic() >= next_sample:
-            soak.samples.append(sample(run.pid, args.work, index, step, started))
+            soak.samples.append(sample(run.pid, args.work, index, step, soak.started))
             next_sample = time.monotonic() + args.sample_s
         if kill_at is not None and step >= kill_at:
             segment.killed_after_step = step
@@ -203,7 +203,7 @@ def sample_until_end(
         time.sleep(0.5)
 
 
-def run_segment(args: argparse.Namespace, soak: Soak, kill_at: int | None, started: float) -> None:
+def run_segment(args: argparse.Namespace, soak: Soak, kill_at: int | None) -> None:
     """Start the run, sample it until it ends or its last logged step reaches `kill_at`, then SIGKILL it.
 
     A soak that is itself stopped (Ctrl-C, or SIGTERM: `main` turns it into an exit) SIGKILLs its run first.
@@ -216,16 +216,19 @@ def run_segment(args: argparse.Namespace, soak: Soak, kill_at: int | None, start
     console = args.work / f"console-{index}.txt"
     shm_before = shm_segments()
     began = time.monotonic()
-    with console.open("w") as out:
-        run = subprocess.Popen(train_command(args), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    run: subprocess.Popen[bytes] | None = None  # started inside the try, so that a stop right after the start kills it
     try:
-        sample_until_end(args, soak, run, tail, kill_at, started, shm_before)
+        with console.open("w") as out:
+            run = subprocess.Popen(train_command(args), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        sample_until_end(args, soak, run, tail, kill_at, shm_before)
+        segment.exit_status = run.wait()
     except BaseException:  # the soak itself interrupted (Ctrl-C, SIGTERM): its run must not train on unwatched
-        kill_tree(run)
+        if run is not None:
+            kill_tree(run)
         remove_orphaned_segments(shm_before)
         raise
+    segment.seconds = round(time.monotonic() - began, 1)
     tail.poll(soak.step_seconds)
-    segment.exit_status, segment.seconds = run.wait(), round(time.monotonic() - began, 1)
     text = console.read_text()
     segment.resumed_from = resumed_from(text)
     if index and segment.resumed_from != segment.expected_resume:
@@ -310,9 +313,8 @@ def main(argv: list[str] | None = None) -> int:
     settings = {key: str(value) if isinstance(value, Path) else value for key, value in vars(args).items()}
     soak = Soak(settings={**settings, "seed": seed, "kill_steps": kills, "command": train_command(args)})
     print(f"soak: {args.steps} steps, SIGKILL after steps {kills} (seed {seed}); work folder {args.work}", flush=True)
-    started = time.monotonic()
     for kill_at in [*kills, None]:
-        run_segment(args, soak, kill_at, started)
+        run_segment(args, soak, kill_at)
         segment = soak.segments[-1]
         print(f"soak: run {len(soak.segments) - 1}: {asdict(segment)}", flush=True)
         if soak.problems and segment.killed_after_step is None:
@@ -326,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
         "end": end,
         "problems": soak.problems,
         "figures": result,
-        "seconds": round(time.monotonic() - started, 1),
+        "seconds": round(time.monotonic() - soak.started, 1),
         "step_seconds": soak.step_seconds,
         "samples": soak.samples,
     }

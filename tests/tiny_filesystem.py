@@ -40,10 +40,15 @@ def on_tiny_filesystem(size: str, mount_dir: Path, copy_to: Path, command: Seque
     return [*_unshare(), "sh", "-c", _WRAPPER, "sh", size, str(mount_dir), str(copy_to), *command]
 
 
+def seen_by(pid: int, mount_dir: Path) -> Path:
+    """The tmpfs that process `pid` (the wrapper of `on_tiny_filesystem`) mounted at `mount_dir`, as its processes see
+    it: through `/proc/PID/root`, since the mount lives in their namespace only."""
+    return Path(f"/proc/{pid}/root{mount_dir}")
+
+
 def fill_leaving(pid: int, mount_dir: Path, left_free: int) -> None:
-    """Fill the tmpfs that process `pid` (the wrapper of `on_tiny_filesystem`) sees at `mount_dir` until `left_free`
-    bytes are free there (a file `filler`, through `/proc/PID/root`: the mount as the command's processes see it)."""
-    seen = Path(f"/proc/{pid}/root{mount_dir}")
+    """Fill the tmpfs that process `pid` sees at `mount_dir` (`seen_by`) until `left_free` bytes are free there."""
+    seen = seen_by(pid, mount_dir)
     with (seen / "filler").open("wb") as filler:
         os.posix_fallocate(filler.fileno(), 0, shutil.disk_usage(seen).free - left_free)
 

@@ -1,4 +1,4 @@
-"""A training run's processes, each named by the part it plays, and what each holds: RSS, open files, threads.
+"""A training run's processes, each named by the part it plays, and what each holds: RSS, open files, threads, CPU time.
 
 RSS counts a library's pages the kernel may drop and take back under memory pressure; its private part (`anon_mib`,
 RSS less file-backed and shared pages) is what grows when a process keeps memory.
@@ -101,6 +101,7 @@ class ProcessSample:
     anon_mib: float  # the private memory in RSS (RSS less file-backed and shared pages): what a leak grows
     open_files: int  # file descriptors (files, sockets, pipes)
     threads: int
+    cpu_s: float  # CPU time used since the process started (user and system): work done, whatever the machine's load
 
 
 def run_processes(roots: Iterable[int]) -> list[psutil.Process]:
@@ -125,7 +126,7 @@ def sample_processes(roots: Iterable[int]) -> list[ProcessSample]:
                 if process.status() == psutil.STATUS_ZOMBIE:
                     continue
                 parents[process.pid] = process.ppid()
-                memory = process.memory_info()
+                memory, cpu = process.memory_info(), process.cpu_times()
                 samples.append(
                     ProcessSample(
                         pid=process.pid,
@@ -134,6 +135,7 @@ def sample_processes(roots: Iterable[int]) -> list[ProcessSample]:
                         anon_mib=(memory.rss - memory.shared) / MIB,
                         open_files=process.num_fds(),
                         threads=process.num_threads(),
+                        cpu_s=cpu.user + cpu.system,
                     )
                 )
         except psutil.Error:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from cpu_smoke import convert, metrics_by_step, train_command, train_timeout_s
-from tiny_filesystem import fill_leaving, on_tiny_filesystem, tiny_filesystem_unavailable
+from tiny_filesystem import fill_leaving, on_tiny_filesystem, seen_by, tiny_filesystem_unavailable
 
 from medical_team.checkpoint_folder import read_tracker
 from medical_team.reliability.checkpoints import COMPLETE_MARKER
@@ -111,7 +111,7 @@ def disk_run(tmp_path_factory: pytest.TempPathFactory, data: Path) -> StoppedRun
             stdout=subprocess.DEVNULL,
             stderr=stderr_file,
         )
-    seen = Path(f"/proc/{run.pid}/root{mount}")  # the tmpfs, as the run's processes see it
+    seen = seen_by(run.pid, mount)
     deadline = time.monotonic() + train_timeout_s(STEPS)
     while run.poll() is None and time.monotonic() < deadline and not _holds_step(seen / "checkpoints", 1):
         time.sleep(0.1)

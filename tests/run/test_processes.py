@@ -74,6 +74,7 @@ def test_a_real_process_tree_is_sampled_with_each_process_once() -> None:
     script = (
         "import subprocess, sys, time\n"
         "kids = [subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']) for _ in range(2)]\n"
+        "sum(range(30_000_000))\n"  # CPU time the root's sample must show
         "print('ready', flush=True)\n"
         "time.sleep(60)\n"
     )
@@ -87,6 +88,7 @@ def test_a_real_process_tree_is_sampled_with_each_process_once() -> None:
         for sample in samples:
             assert sample.kind == OTHER and sample.rss_mib > 1 and sample.threads >= 1 and sample.open_files >= 3
             assert 0 < sample.anon_mib < sample.rss_mib
+        assert next(sample.cpu_s for sample in samples if sample.pid == root.pid) >= 0.1
         assert list(rss_by_kind(samples)) == [OTHER]
         assert rss_by_kind(samples)[OTHER] == pytest.approx(sum(sample.rss_mib for sample in samples))
     finally:
