@@ -177,8 +177,8 @@ bench-eval: $(STAMP)
 	$(PY) scripts/bench_eval.py --output build/bench_eval.json
 
 # A long run watched (scripts/soak.py): a thousand cpu-smoke steps, SIGKILLed at two random steps and resumed, every
-# process sampled by its part; slopes per 100 steps, PNGs and the page in docs/results/soak-cpu(.md). About 30 minutes
-# on 2 cores. SOAK_ARGS="--steps 300 --kills 1" for a shorter one.
+# process sampled by its part; slopes per 100 steps, PNGs and the page in docs/results/soak-cpu(.md). About an hour on
+# 2 cores (3,500 s quiet, 2026-11-29: ~2.9 s a step). SOAK_ARGS="--steps 300 --kills 1" for a shorter one.
 .PHONY: soak
 soak: $(STAMP)
 	$(PY) scripts/soak.py $(SOAK_ARGS)
