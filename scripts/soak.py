@@ -66,6 +66,7 @@ class Soak:
     settings: dict[str, Any]
     samples: list[dict[str, Any]] = field(default_factory=list)
     step_seconds: dict[int, float] = field(default_factory=dict)
+    step_cpu_seconds: dict[int, float] = field(default_factory=dict)  # CPU all the run's processes spent on the step
     segments: list[Segment] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)  # the soak's clock, for every sample's time
@@ -171,6 +172,25 @@ def resumed_from(console: str) -> int | None:
     return None
 
 
+class StepCpu:
+    """The CPU seconds a run's processes spend on each step: their CPU time read as each new step is logged."""
+
+    def __init__(self) -> None:
+        self.at_last_step: dict[int, float] | None = None  # pid -> CPU seconds when the previous step was logged
+
+    def mark(self, root_pid: int, previous: int, step: int, step_cpu_seconds: dict[int, float]) -> None:
+        """Step `step` was just logged after `previous`: record its CPU seconds when it follows a marked step.
+
+        A process counts when it was there at both marks (one that started in between brings no start-up of its
+        own); the first step logged after a start follows no mark, and neither does a step that skipped one.
+        """
+        now = {process.pid: process.cpu_s for process in sample_processes([root_pid])}
+        if self.at_last_step is not None and step == previous + 1:
+            before = self.at_last_step
+            step_cpu_seconds[step] = round(sum(cpu - before[pid] for pid, cpu in now.items() if pid in before), 3)
+        self.at_last_step = now
+
+
 def sample_until_end(
     args: argparse.Namespace,
     soak: Soak,
@@ -182,9 +202,11 @@ def sample_until_end(
     """Sample the run (the soak's newest segment) until it ends, stalls, or its last logged step reaches `kill_at`."""
     index, segment = len(soak.segments) - 1, soak.segments[-1]
     next_sample, last_step, last_progress = 0.0, segment.started_at_step, time.monotonic()
+    step_cpu = StepCpu()
     while run.poll() is None:
         step = tail.poll(soak.step_seconds)
         if step != last_step:
+            step_cpu.mark(run.pid, last_step, step, soak.step_cpu_seconds)
             last_step, last_progress = step, time.monotonic()
         if time.monotonic() >= next_sample:
             soak.samples.append(sample(run.pid, args.work, index, step, soak.started))
@@ -320,7 +342,9 @@ def main(argv: list[str] | None = None) -> int:
         if soak.problems and segment.killed_after_step is None:
             break
     end = check_end(args, soak) if not soak.problems else {}
-    result = soak_report.analyse(soak.samples, soak.step_seconds, [asdict(s) for s in soak.segments], args)
+    result = soak_report.analyse(
+        soak.samples, soak.step_seconds, soak.step_cpu_seconds, [asdict(s) for s in soak.segments], args
+    )
     document = {
         "machine": {**machine(), "load_average": os.getloadavg()},
         "settings": soak.settings,
@@ -330,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         "figures": result,
         "seconds": round(time.monotonic() - soak.started, 1),
         "step_seconds": soak.step_seconds,
+        "step_cpu_seconds": soak.step_cpu_seconds,
         "samples": soak.samples,
     }
     soak_report.write(args.report, document)

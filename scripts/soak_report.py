@@ -19,7 +19,6 @@ import subprocess
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -85,13 +84,14 @@ def run_series(samples: list[dict[str, Any]], value) -> list[list[tuple[float, f
     return list(by_segment.values())
 
 
-def step_time(step_seconds: dict[int, float], segments: list[dict[str, Any]], steps: int) -> dict[str, Any]:
-    """Median step time of the first and the last tenth of the steps (each run's first step left out: start-up)."""
+def per_step(values: dict[int, float], segments: list[dict[str, Any]], steps: int) -> dict[str, Any]:
+    """Medians of a per-step figure over the first and the last tenth of the steps (each run's first step left out:
+    start-up), their change and the slope per 100 steps."""
     first_steps = {(segment["resumed_from"] or 0) + 1 for segment in segments}
-    timed = {step: seconds for step, seconds in step_seconds.items() if step not in first_steps}
+    timed = {step: value for step, value in values.items() if step not in first_steps}
     tenth = max(steps // 10, 1)
-    head = [seconds for step, seconds in timed.items() if step <= tenth]
-    tail = [seconds for step, seconds in timed.items() if step > steps - tenth]
+    head = [value for step, value in timed.items() if step <= tenth]
+    tail = [value for step, value in timed.items() if step > steps - tenth]
     if not head or not tail:
         return {}
     first, last = statistics.median(head), statistics.median(tail)
@@ -103,50 +103,15 @@ def step_time(step_seconds: dict[int, float], segments: list[dict[str, Any]], st
     }
 
 
-def cpu_seconds_per_step(
-    samples: list[dict[str, Any]], segments: list[dict[str, Any]], first: int, last: int
-) -> float | None:
-    """CPU seconds all the run's processes used per step from step `first` to `last` (None: too few samples there).
-
-    Samples of each run's first step and of its teardown are left out; a process counts between two samples that
-    both hold it. CPU time is the work a step costs: a busier or slower machine stretches the wall time far more.
-    """
-    cpu = steps = 0.0
-    by_run: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    for sample in warm(samples, segments, 1):
-        if first <= sample["step"] <= last:
-            by_run[sample["segment"]].append(sample)
-    for inside in by_run.values():
-        for before, after in pairwise(inside):
-            had = {process["pid"]: process["cpu_s"] for process in before["processes"]}
-            cpu += sum(
-                process["cpu_s"] - had[process["pid"]] for process in after["processes"] if process["pid"] in had
-            )
-        steps += inside[-1]["step"] - inside[0]["step"]
-    return round(cpu / steps, 3) if steps else None
-
-
-def cpu_time(samples: list[dict[str, Any]], segments: list[dict[str, Any]], steps: int) -> dict[str, Any]:
-    """CPU seconds per step over the first and the last tenth of the steps, and per `FLOOR_WINDOW` steps."""
-    tenth = max(steps // 10, 1)
-    first = cpu_seconds_per_step(samples, segments, 1, tenth)
-    last = cpu_seconds_per_step(samples, segments, steps - tenth + 1, steps)
-    windows = [
-        (start, cpu_seconds_per_step(samples, segments, start, start + FLOOR_WINDOW))
-        for start in range(0, steps, FLOOR_WINDOW)
-    ]
-    return {
-        "first_tenth_cpu_s_per_step": first,
-        "last_tenth_cpu_s_per_step": last,
-        "change_percent": round((last / first - 1) * 100, 1) if first and last else None,
-        "per_window": [(start, value) for start, value in windows if value is not None],
-    }
-
-
 def analyse(
-    samples: list[dict[str, Any]], step_seconds: dict[int, float], segments: list[dict[str, Any]], args: Any
+    samples: list[dict[str, Any]],
+    step_seconds: dict[int, float],
+    step_cpu_seconds: dict[int, float],
+    segments: list[dict[str, Any]],
+    args: Any,
 ) -> dict[str, Any]:
-    """Every slope and the step time: per process part (RSS, open files, threads), the run's total, shm, disk."""
+    """Every slope, the step time and its CPU time: per process part (RSS, open files, threads), the run's total, shm,
+    disk."""
     settled = warm(samples, segments, args.warmup_steps)
     parts: dict[str, dict[str, Any]] = defaultdict(dict)
     for key in SERIES:
@@ -177,8 +142,8 @@ def analyse(
             }
             for name in folders
         },
-        "step_time": step_time(step_seconds, segments, args.steps),
-        "cpu_time": cpu_time(samples, segments, args.steps),
+        "step_time": per_step(step_seconds, segments, args.steps),
+        "cpu_time": per_step(step_cpu_seconds, segments, args.steps),
         "warmup_steps": args.warmup_steps,
         "samples": len(samples),
         "samples_after_warmup": len(settled),
@@ -234,8 +199,8 @@ def plot_all(folder: Path, document: dict[str, Any]) -> list[str]:
     )
     steps = sorted((int(step), seconds) for step, seconds in document["step_seconds"].items())
     save("step-time.png", "step time", "s", {"timing_s/step": steps})
-    cpu = document["figures"]["cpu_time"]["per_window"]
-    save("cpu-per-step.png", f"CPU time per step, the whole run (per {FLOOR_WINDOW} steps)", "CPU s", {"cpu": cpu})
+    cpu = sorted((int(step), seconds) for step, seconds in document["step_cpu_seconds"].items())
+    save("cpu-per-step.png", "CPU time per step, all the run's processes", "CPU s", {"CPU seconds": cpu})
     return written
 
 
@@ -336,10 +301,10 @@ def page(document: dict[str, Any], folder_name: str, pictures: list[str]) -> str
             f"slope {_number(step_time.get('slope_s_per_100_steps'))} s per 100 steps"
         ),
         (
-            f"- CPU time per step, all the run's processes: {cpu_time['first_tenth_cpu_s_per_step']} s over the first "
-            f"tenth of the steps, {cpu_time['last_tenth_cpu_s_per_step']} s over the last "
-            f"({_number(cpu_time['change_percent'])} %): the work a step costs, which the machine's load and speed "
-            "move far less than the wall time"
+            f"- CPU time per step, all the run's processes: median {cpu_time.get('first_tenth_median_s')} s over the "
+            f"first tenth of the steps, {cpu_time.get('last_tenth_median_s')} s over the last "
+            f"({_number(cpu_time.get('change_percent'))} %), slope {_number(cpu_time.get('slope_s_per_100_steps'))} s "
+            "per 100 steps: the work a step costs, which the machine's load and speed move far less than the wall time"
         ),
         "",
         "| output subfolder | MiB at the end | MiB / 100 steps |",

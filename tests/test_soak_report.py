@@ -1,74 +1,74 @@
-"""scripts/soak_report.py's CPU time per step (`make soak`), without a training run.
+"""scripts/soak.py's per-step CPU time and scripts/soak_report.py's per-step figures (`make soak`), without a training.
 
-The soak's run is the real trainer's (the `long` tests/e2e/test_soak_cpu.py runs the whole script); here the samples
-are made, so that the figure must give back the CPU a step was made to cost: each run's first step and its teardown
-left out, a process counted only between two samples that both hold it, the runs between kills summed.
+The soak's run is the real trainer's (the `long` tests/e2e/test_soak_cpu.py runs the whole script); here a real process
+burns known work between two logged steps, and made per-step figures must give back their medians with each run's
+first step (its start-up) left out.
 Run: PYTHONPATH=$PWD:tests .venv/bin/python -m pytest -q tests/test_soak_report.py
 """
 
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 
-def load_report():
-    """scripts/soak_report.py as soak.py imports it."""
-    spec = importlib.util.spec_from_file_location("soak_report", SCRIPTS / "soak_report.py")
+def load(name: str):
+    """scripts/NAME.py as the soak runs it: soak.py imports soak_report from beside itself."""
+    if str(SCRIPTS) not in sys.path:
+        sys.path.append(str(SCRIPTS))
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
-    sys.modules["soak_report"] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
 
 
-report = load_report()
-STEPS = 200
-KILLED_AFTER = 120  # the first run is killed after this step and the second resumes from 100
+soak = load("soak")
+report = load("soak_report")
+# A process that does a fixed amount of work (~0.5 CPU s) for each line it reads, then says so.
+WORKER = "import sys\nfor _ in sys.stdin:\n    sum(range(30_000_000))\n    print('done', flush=True)\n"
 
 
-def made_samples(cpu_per_step: float, late_cpu_per_step: float) -> tuple[list[dict], list[dict]]:
-    """A sample at every step of two runs, two processes each; from step 150 on each step costs `late_cpu_per_step`.
-
-    Each run's start-up (step 0 or its resume step, then its first step) costs 50 CPU s more, which the figure must
-    leave out; a process that starts in the second run's middle brings its own start-up's 30 s, never counted.
-    """
-    samples: list[dict] = []
-    for segment, (start, end) in enumerate(((0, KILLED_AFTER), (100, STEPS))):
-        cpu = 50.0  # the start-up
-        for step in range(start, end + 1):
-            if step > start + 1:
-                cpu += late_cpu_per_step if step > 150 else cpu_per_step
-            processes = [
-                {"pid": 10 * segment + 1, "cpu_s": cpu * 0.75},
-                {"pid": 10 * segment + 2, "cpu_s": cpu * 0.25},
-            ]
-            if segment == 1 and step >= 150:
-                processes.append({"pid": 99, "cpu_s": 30.0})  # idle since its start: no CPU of a step
-            samples.append({"segment": segment, "step": step, "processes": processes})
-    segments = [{"resumed_from": None}, {"resumed_from": 100}]
-    return samples, segments
-
-
-def test_a_steady_run_costs_the_same_cpu_per_step_in_its_first_and_last_tenth() -> None:
-    samples, segments = made_samples(2.0, 2.0)
-    figure = report.cpu_time(samples, segments, STEPS)
-    assert figure["first_tenth_cpu_s_per_step"] == 2.0 and figure["last_tenth_cpu_s_per_step"] == 2.0
-    assert figure["change_percent"] == 0.0
-    assert {value for _, value in figure["per_window"]} == {2.0}
+def test_a_steps_cpu_seconds_are_the_work_done_between_its_mark_and_the_previous_one() -> None:
+    worker = subprocess.Popen([sys.executable, "-c", WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert worker.stdin is not None and worker.stdout is not None
+    recorded: dict[int, float] = {}
+    step_cpu = soak.StepCpu()
+    try:
+        step_cpu.mark(worker.pid, 0, 1, recorded)  # the first step after a start: nothing to measure it from
+        assert recorded == {}
+        worker.stdin.write("work\n")
+        worker.stdin.flush()
+        assert worker.stdout.readline().strip() == "done"
+        step_cpu.mark(worker.pid, 1, 2, recorded)
+        assert list(recorded) == [2] and recorded[2] >= 0.1
+        step_cpu.mark(worker.pid, 2, 3, recorded)  # no work in between
+        assert recorded[3] < 0.05
+        step_cpu.mark(worker.pid, 3, 5, recorded)  # two steps at once: which of them did the work is unknown
+        assert 4 not in recorded and 5 not in recorded
+    finally:
+        worker.kill()
+        worker.wait()
 
 
-def test_a_step_that_costs_more_late_shows_in_the_last_tenth_and_its_windows() -> None:
-    samples, segments = made_samples(2.0, 2.5)
-    figure = report.cpu_time(samples, segments, STEPS)
-    assert figure["first_tenth_cpu_s_per_step"] == 2.0 and figure["last_tenth_cpu_s_per_step"] == 2.5
-    assert figure["change_percent"] == 25.0
-    windows = dict(figure["per_window"])
-    assert windows[0] == windows[100] == 2.0 and windows[175] == 2.5
+def test_each_runs_first_step_is_left_out_of_the_tenths() -> None:
+    # two runs of 100 steps: killed after step 60, resumed from 50; every step costs 2 s but the two first steps
+    values = {step: 2.0 for step in range(2, 101)} | {1: 50.0, 51: 40.0}
+    figure = report.per_step(values, [{"resumed_from": None}, {"resumed_from": 50}], 100)
+    assert figure["first_tenth_median_s"] == 2.0 and figure["last_tenth_median_s"] == 2.0
+    assert figure["change_percent"] == 0.0 and figure["slope_s_per_100_steps"] == 0.0
 
 
-def test_no_samples_in_a_range_give_no_figure() -> None:
-    samples, segments = made_samples(2.0, 2.0)
-    assert report.cpu_seconds_per_step(samples, segments, STEPS + 1, STEPS + 50) is None
+def test_a_step_that_costs_more_late_shows_in_the_last_tenth() -> None:
+    values = {step: 2.0 if step <= 80 else 2.5 for step in range(1, 101)}
+    figure = report.per_step(values, [{"resumed_from": None}], 100)
+    assert figure["first_tenth_median_s"] == 2.0 and figure["last_tenth_median_s"] == 2.5
+    assert figure["change_percent"] == 25.0 and figure["slope_s_per_100_steps"] > 0
+
+
+def test_no_steps_in_a_tenth_give_no_figure() -> None:
+    assert report.per_step({step: 2.0 for step in range(1, 50)}, [{"resumed_from": None}], 100) == {}

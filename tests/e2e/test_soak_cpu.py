@@ -86,3 +86,12 @@ def test_disk_stays_within_the_retention_bound(soak: tuple[dict, Path]) -> None:
     # the samples saw the checkpoint folder hold at most KEEP + 1 checkpoints at any time (the newest being written)
     peak = max(sample["folders_mib"].get("checkpoints", 0.0) for sample in document["samples"])
     assert peak * 2**20 <= (KEEP + 1) * one + records
+
+
+def test_the_steps_cpu_seconds_were_read_as_they_were_logged(soak: tuple[dict, Path]) -> None:
+    document, _ = soak
+    cpu = {int(step): seconds for step, seconds in document["step_cpu_seconds"].items()}
+    # read between two consecutive logged steps: most steps have one, each some work of the run's processes
+    assert len(cpu) >= STEPS // 2 and all(seconds > 0 for seconds in cpu.values())
+    assert set(cpu) <= set(range(2, STEPS + 1))  # never the first step of all: nothing before it to measure from
+    assert document["figures"]["cpu_time"]["first_tenth_median_s"] > 0
