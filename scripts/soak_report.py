@@ -304,7 +304,8 @@ def page(document: dict[str, Any], folder_name: str, pictures: list[str]) -> str
             f"- CPU time per step, all the run's processes: median {cpu_time.get('first_tenth_median_s')} s over the "
             f"first tenth of the steps, {cpu_time.get('last_tenth_median_s')} s over the last "
             f"({_number(cpu_time.get('change_percent'))} %), slope {_number(cpu_time.get('slope_s_per_100_steps'))} s "
-            "per 100 steps: the work a step costs, which the machine's load and speed move far less than the wall time"
+            "per 100 steps: the work the step's processes did (a step slower with the same CPU time waited: for other "
+            "guests of the machine, a disk, the judge; one with more CPU time worked more or ran on slower cores)"
         ),
         "",
         "| output subfolder | MiB at the end | MiB / 100 steps |",
