@@ -101,7 +101,7 @@ class ProcessSample:
     anon_mib: float  # the private memory in RSS (RSS less file-backed and shared pages): what a leak grows
     open_files: int  # file descriptors (files, sockets, pipes)
     threads: int
-    cpu_s: float  # CPU time used since the process started (user and system): work done, whatever the machine's load
+    cpu_s: float  # CPU time used since the process started (user and system): its work; time it waited counts nothing
 
 
 def run_processes(roots: Iterable[int]) -> list[psutil.Process]:
