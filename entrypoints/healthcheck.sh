@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Docker HEALTHCHECK: healthy while supervisord runs and, once the train step has started, while the trainer's
+# Docker HEALTHCHECK: healthy while supervisord runs and, once the train step has started, while the run's watchdog
+# declares no stall (liveness is not progress: docs/reliability.md, "A run that stops moving") and the trainer's
 # heartbeat (the composed config's metrics file, one line per step) is younger than MEDPLAY_HEARTBEAT_MAX_AGE_S.
 set -euo pipefail
 
@@ -18,6 +19,12 @@ step="$(cat "${run_dir}/pipeline.step" 2>/dev/null || echo starting)"
 if [[ "${step}" != train ]]; then
     echo "healthy: pipeline step ${step}"
     exit 0
+fi
+# The watchdog's marker exists from the stall it declares until the run it restarts has begun.
+stall="$(cat "${run_dir}/stall.path" 2>/dev/null || true)"
+if [[ -n "${stall}" && -f "${stall}" ]]; then
+    echo "unhealthy: the run's watchdog declared a stall: $(cat "${stall}")"
+    exit 1
 fi
 # Before the first step is logged, the train step's start stands in for the heartbeat (model loading, vLLM start).
 last_beat="$(stat -c %Y "${run_dir}/pipeline.step")"

@@ -166,6 +166,8 @@ run_step config config_values "${composed}" medplay.judge.backend medplay.judge.
 } < "${composed}"
 # The health check's heartbeat: the metrics file this run appends one line to per step.
 echo "${metrics_file}" > "${run_dir}/heartbeat.path"
+# ... and the watchdog's stall marker (medical_team/watchdog/supervisor.py): unhealthy while a stall is declared.
+echo "${MEDPLAY_CHECKPOINTS}/watchdog/stall.json" > "${run_dir}/stall.path"
 
 # --- Ray: join RAY_ADDRESS, or start the local head under supervisord ---------------------------------------
 if [[ -n "${RAY_ADDRESS:-}" ]]; then

@@ -10,7 +10,8 @@ Only the process that took the lock holds it: the descriptor is close-on-exec, a
 exec (multiprocessing, data-loader workers) closes its copy at once, so no process left behind by a killed
 launcher keeps the folder locked. The appliance's pipeline (entrypoints/pipeline.sh) takes the lock on a
 descriptor of its own before its first step writes to the folder and hands that descriptor to its `medplay
-train` through `MEDPLAY_RUN_LOCK_FD`; the launcher adopts it instead of refusing its own pipeline.
+train` through `MEDPLAY_RUN_LOCK_FD`; the launcher adopts it instead of refusing its own pipeline. `medplay train`'s
+watchdog (medical_team/watchdog/) holds the output folder's lock the same way for each attempt it starts.
 
 A pipeline that ends before it writes to the folder (the probe refused the host, a mistake in the settings) removes
 the lock file it created, still holding it (`drop`), so a refused run leaves the volume as it found it. A run that
@@ -91,6 +92,13 @@ def release_run_lock(folder: Path) -> None:
     fd = _held.pop(key, None) if key is not None else None
     if fd is not None:
         os.close(fd)
+
+
+def held_descriptor(folder: Path) -> int | None:
+    """The descriptor through which this process holds `folder`'s lock (to hand a child through
+    `MEDPLAY_RUN_LOCK_FD`, as the run's watchdog hands its attempts), None when it holds none."""
+    key = _file_key_of(lock_path(folder))
+    return _held.get(key) if key is not None else None
 
 
 def take_inherited(folder: Path, fd: int, pid: int) -> None:

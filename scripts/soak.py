@@ -37,10 +37,10 @@ import soak_report
 from bench_result import machine
 
 from medical_team.checkpoint_folder import read_tracker, step_dirs
-from medical_team.launcher.shm_cleanup import remove_orphaned_segments, shm_segments
 from medical_team.metrics_records import parse_record
 from medical_team.reliability.checkpoints import damage, has_manifest, is_complete
 from medical_team.run.processes import MIB, sample_processes
+from medical_team.run.shm_segments import remove_orphaned_segments, shm_segments
 
 MEDPLAY = str(Path(sys.executable).with_name("medplay"))
 STALL_S = 900  # no new step for this long (start-up included) ends the soak: a hang, not a slow machine

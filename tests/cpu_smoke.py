@@ -18,6 +18,9 @@ TRAIN_TIMEOUT_S = START_UP_ALLOWANCE_S + 3 * STEP_ALLOWANCE_S
 # processes' memory reached would stop a run by chance. Off unless a test sets it
 # (tests/e2e/test_resource_floors_cpu.py).
 MEMORY_FLOOR = "medplay.resources.host_memory_floor"
+# A test of how one attempt ends sees that attempt's own exit status: the watchdog restarts nothing unless a test sets
+# it (tests/e2e/test_watchdog_cpu.py).
+MAX_RESTARTS = "medplay.watchdog.max_restarts"
 
 
 def train_timeout_s(steps: int) -> int:
@@ -32,8 +35,10 @@ def convert(data_dir: Path) -> None:
 
 def train_command(root: Path, steps: int, *overrides: str) -> list[str]:
     """`medplay train profile=cpu-smoke` into `root`, under a hard timeout (a failed weight sync hangs verl), without a
-    host memory floor unless `overrides` set one."""
-    floor = [] if any(override.startswith(f"{MEMORY_FLOOR}=") for override in overrides) else [f"{MEMORY_FLOOR}=0"]
+    host memory floor or the watchdog's restarts unless `overrides` set them."""
+    defaults = [
+        f"{key}=0" for key in (MEMORY_FLOOR, MAX_RESTARTS) if not any(item.startswith(f"{key}=") for item in overrides)
+    ]
     return [
         "timeout",
         "--kill-after=30",  # SIGTERM asks the trainer to save and stop; SIGKILL if it cannot
@@ -44,7 +49,7 @@ def train_command(root: Path, steps: int, *overrides: str) -> list[str]:
         f"medplay.output_dir={root}",
         f"medplay.data_dir={root / 'data'}",
         f"trainer.total_training_steps={steps}",
-        *floor,
+        *defaults,
         *overrides,
     ]
 

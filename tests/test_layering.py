@@ -1,5 +1,6 @@
-"""The package's layers: models -> hardware -> data -> game -> judge -> reliability -> run -> plugin -> judge_server
--> agent_loop -> task_runner -> launcher -> evaluate -> cli, each importing only layers before it (models imports none).
+"""The package's layers: models -> hardware -> data -> game -> judge -> reliability -> run -> watchdog -> plugin
+-> judge_server -> agent_loop -> task_runner -> launcher -> evaluate -> cli, each importing only layers before it (models
+imports none).
 
 Every `import` statement is read from the source (those inside functions too), so a lazy import
 that runs back up a layer is caught without running it; `from package import module` counts as importing that module.
@@ -32,6 +33,7 @@ LAYERS = (
     "judge",
     "reliability",
     "run",
+    "watchdog",
     "plugin",
     "judge_server",
     "agent_loop",
@@ -42,7 +44,7 @@ LAYERS = (
 )
 # Layer -> the medplay layers it may import (top-level modules are open to all).
 ALLOWED = {layer: set(LAYERS[:index]) for index, layer in enumerate(LAYERS)}
-ALLOWED["evaluate"] -= {"plugin", "judge_server", "agent_loop", "task_runner", "launcher"}
+ALLOWED["evaluate"] -= {"watchdog", "plugin", "judge_server", "agent_loop", "task_runner", "launcher"}
 FRAMEWORK_FREE = ("models", "hardware", "data", "game", "judge", "reliability", "run")
 FRAMEWORKS = {"verl", "ray", "vllm"}
 

@@ -51,6 +51,7 @@ from medical_team.run.failures import NO_TRAJECTORIES
 from medical_team.run.roles import role_of_key, role_uid, row_key
 from medical_team.task_runner import agent_loop_manager, trainer
 from medical_team.task_runner.agent_loop_manager import SelfPlayAgentLoopManager
+from medical_team.task_runner.phase_marks import PhaseMarks
 from medical_team.task_runner.trainer import TRAINER_NAME, SelfPlayTrainer, sample_metrics, verl_view
 from medical_team.vocab import ASSESSOR_AGENT, Role
 
@@ -457,6 +458,10 @@ def test_medplays_overrides_keep_verls_signatures() -> None:
         )
     ]
     pairs += [
+        (PhaseMarks, PPOTrainerSync, name)
+        for name in ("on_sample_begin", "_compute_old_log_prob", "_compute_ref_log_prob", "_update_actor")
+    ]
+    pairs += [
         (_SelfPlayAgentLoopWorker, worker_base, name) for name in ("generate_sequences", "_agent_loop_postprocess")
     ]
 
@@ -465,6 +470,25 @@ def test_medplays_overrides_keep_verls_signatures() -> None:
             inspect.signature(getattr(theirs, name)).parameters
         ), f"{theirs.__name__}.{name} changed its parameters"
     assert _SelfPlayAgentLoopWorker.__mro__[1] is worker_base
+
+
+def test_verls_step_runs_each_phase_through_the_method_whose_start_medplay_marks() -> None:
+    """The progress record's phases (task_runner/phase_marks.py, trainer.py) begin where verl's loop calls these, in
+    this order: a renamed or moved call leaves a phase unmarked and the watchdog timing the wrong one."""
+    from verl.trainer.ppo.v1.trainer_base import PPOTrainer
+
+    def calls_in_order(function: object, calls: list[str], after: str = "") -> None:
+        source = inspect.getsource(function)
+        source = source[source.index(after) :]
+        positions = [source.find(f"self.{call}(") for call in calls]
+        assert -1 not in positions and positions == sorted(positions), dict(zip(calls, positions, strict=True))
+
+    calls_in_order(
+        PPOTrainer._step_once,
+        ["on_sample_begin", "_compute_old_log_prob", "_compute_ref_log_prob", "_compute_advantage", "_update_actor"],
+    )
+    steps = ["step", "_save_checkpoint", "on_step_end", "_validate", "_compute_metrics"]
+    calls_in_order(PPOTrainer.fit, steps, after="while current_epoch")  # the loop's, after the validation before it
 
 
 def test_the_replay_buffer_sleeps_its_poll_interval_between_looks() -> None:

@@ -24,6 +24,7 @@ WORLDS = {
     "agent_loop": "agent-loop workers",  # verl's agent-loop worker Ray actors (and its reward-loop workers)
     "plugin": "every Ray process",  # VERL_USE_EXTERNAL_MODULES
     "judge_server": "judge server",  # `medplay judge serve`, and the served vLLM judge's process
+    "watchdog": "watchdog",  # `medplay train` watching the run it starts in a child
 }
 # Folders and top-level modules any world may import: they import no verl, Ray or vLLM (tests/test_layering.py).
 SHARED_FOLDERS = ("models", "hardware", "data", "game", "judge", "reliability", "run", "configs")
@@ -35,6 +36,7 @@ ENTRY_POINTS = {
     "medical_team.judge_server.app": {"launcher"},  # `medplay judge serve` turns the CLI process into the server
     "medical_team.judge_server.serving": {"launcher"},
     "medical_team.judge_server.served_judge_exec": {"launcher"},  # run with `python -m` as the served judge's process
+    "medical_team.watchdog.supervisor": {"launcher"},  # `medplay train` turns into the watchdog of its run
 }
 
 
@@ -76,7 +78,7 @@ def test_every_folder_of_the_package_is_a_world_or_shared() -> None:
     folders = {path.name for path in PACKAGE.iterdir() if path.is_dir() and path.name != "__pycache__"}
     assert folders == set(WORLDS) | set(SHARED_FOLDERS), sorted(folders ^ (set(WORLDS) | set(SHARED_FOLDERS)))
     assert set(WORLDS.values()) == {
-        "launcher", "task runner", "agent-loop workers", "every Ray process", "judge server",
+        "launcher", "task runner", "agent-loop workers", "every Ray process", "judge server", "watchdog",
     }  # fmt: skip
 
 

@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "probe": "medical_team.cli.probe",
     "report": "medical_team.cli.report",
     "sft": "medical_team.cli.sft",
+    "status": "medical_team.cli.status",
     "train": "medical_team.cli.train",
     "version": "medical_team.cli.version",
 }

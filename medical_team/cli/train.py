@@ -129,13 +129,25 @@ def run(args: argparse.Namespace) -> int:
     A failed run ends with one line on stderr naming its cause; the traceback is in the run's log. Out of GPU
     memory, the line names the phase, verl's memory figures and the knobs; out of host RAM, what to lower; the
     exit status of both is 4. The exit statuses: docs/troubleshooting.md, "Exit statuses of medplay train".
+    With `medplay.watchdog.enabled`, this process is the run's watchdog and the training runs in a child of it.
     """
     from medical_team.launcher.launch import train
     from medical_team.launcher.run_errors import end_run, failure_report
+    from medical_team.launcher.watched_run import in_attempt, watched_run
 
     report = probe_report_path(args)
     overrides = with_profile(user_overrides(args, args.overrides), report)
-    print(f"medplay train: {' '.join(redacted_overrides(overrides))}", flush=True)
+    if not in_attempt():
+        print(f"medplay train: {' '.join(redacted_overrides(overrides))}", flush=True)
+        watched = watched_run(overrides, verbose=args.verbose)
+        if watched is not None:  # this process watches; the run trains in a child (docs/reliability.md)
+            from medical_team.run_lock import release_run_lock
+            from medical_team.watchdog.supervisor import become_watchdog
+
+            try:
+                return become_watchdog(watched)
+            finally:
+                release_run_lock(watched.output_dir)
     try:
         paths = train(overrides, verbose=args.verbose)
     except UserInputError:

@@ -11,11 +11,11 @@ from medical_team.data.records import GameSeed, MedecNote
 from medical_team.vocab import Category, Label
 
 
-def _no_error_seed(note: MedecNote, text: str, sentences: tuple[str, ...]) -> GameSeed:
-    """A benign seed of `note` (label `no_error`, no error fields) with this text and these sentences."""
+def no_error_seed(note_id: str, source_file: str, text: str, sentences: tuple[str, ...] = ()) -> GameSeed:
+    """A benign seed (label `no_error`, no error fields) of note `note_id` with this text and these sentences."""
     return GameSeed(
-        note_id=note.text_id,
-        pair_id=note.text_id,
+        note_id=note_id,
+        pair_id=note_id,
         category=Category.VANILLA_BENIGN,
         label=Label.NO_ERROR,
         text=text,
@@ -23,7 +23,7 @@ def _no_error_seed(note: MedecNote, text: str, sentences: tuple[str, ...]) -> Ga
         error_sentence_id=-1,
         error_sentence=None,
         corrected_sentence=None,
-        source_file=note.source_file,
+        source_file=source_file,
         sentences=sentences,
     )
 
@@ -53,12 +53,12 @@ def benign_seed(note: MedecNote) -> GameSeed:
     """
     sentences = list(note.sentences)
     sentences[note.error_sentence_id] = note.corrected_sentence or ""
-    return _no_error_seed(note, note.corrected_text or "", tuple(sentences))
+    return no_error_seed(note.text_id, note.source_file, note.corrected_text or "", tuple(sentences))
 
 
 def clean_seed(note: MedecNote) -> GameSeed:
     """A note with `Error Flag = 0` as a further benign seed (its own pair)."""
-    return _no_error_seed(note, note.text, note.sentences)
+    return no_error_seed(note.text_id, note.source_file, note.text, note.sentences)
 
 
 def unplayed_seeds(notes: Iterable[MedecNote], include_clean_notes: bool = False) -> list[GameSeed]:

@@ -4,15 +4,26 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from enum import Enum
 
+from medical_team.data.seeds import no_error_seed
 from medical_team.game.judging import Judge, JudgeRequest, JudgeVerdict
 from medical_team.game.rewards import RewardConfig
 from medical_team.game.settle import AssessorScore
 from medical_team.judge.openrlhf_rewards import score_queries
+from medical_team.vocab import Label
 
 log = logging.getLogger(__name__)
+
+# The game readiness asks the backend to settle: a note rewritten as itself (a clean note, kept clean).
+_PROBE_NOTE = "A 54-year-old man presents with a cough for two weeks. Chest X-ray is clear. He is given rest."
+READINESS_PROBE = JudgeRequest(
+    seed=no_error_seed("readiness-probe", "readiness probe", _PROBE_NOTE),
+    intended_label=Label.NO_ERROR,
+    rewrite=_PROBE_NOTE,
+)
 
 
 class ScorerState(str, Enum):
@@ -75,3 +86,9 @@ class JudgeScorer:
     ) -> list[AssessorScore]:
         """Assessor scores of OpenRLHF-style queries; raises `RewardInputError` naming the first bad item."""
         return score_queries(queries, prompts, labels, self.rewards)
+
+    def probe(self) -> tuple[JudgeVerdict, float]:
+        """The backend's verdict on `READINESS_PROBE` and the seconds it took (blocking; off the event loop)."""
+        started = time.monotonic()
+        (verdict,) = self.judge([READINESS_PROBE])
+        return verdict, time.monotonic() - started

@@ -5,10 +5,13 @@ Run it with `medplay judge serve --backend rules` (loopback, port medplay.judge.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.concurrency import run_in_threadpool
@@ -103,6 +106,38 @@ def _check_batch(count: int, settings: ServerSettings, what: str) -> JSONRespons
     return None
 
 
+READY_PROBE_TIMEOUT_S = 30.0  # a backend that takes longer to settle one game is not ready
+READY_PROBE_TTL_S = 10.0  # a probe's answer serves the readiness checks of this long
+
+
+class ReadinessProbe:
+    """Readiness that is progress, not liveness: the backend's verdict on a probe game, one probe at a time."""
+
+    def __init__(self, scorer: JudgeScorer) -> None:
+        self.scorer = scorer
+        self._running: asyncio.Task | None = None
+        self._answer: dict[str, Any] | None = None
+        self._answered = 0.0
+
+    async def answer(self) -> dict[str, Any]:
+        """`{"status": "ready", "probe": {...}}`, or `{"status": "not ready", "detail": why}`."""
+        if self._answer is not None and time.monotonic() - self._answered < READY_PROBE_TTL_S:
+            return self._answer
+        if self._running is None or self._running.done():  # a hung backend holds one thread, not one per check
+            self._running = asyncio.ensure_future(run_in_threadpool(self.scorer.probe))
+        try:
+            verdict, seconds = await asyncio.wait_for(asyncio.shield(self._running), READY_PROBE_TIMEOUT_S)
+        except TimeoutError:
+            return {"status": "not ready", "detail": f"the judge backend gave no verdict on its readiness probe "
+                    f"within {READY_PROBE_TIMEOUT_S:g} s"}  # fmt: skip
+        except Exception as error:  # noqa: BLE001 - whatever the backend raised is the reason it is not ready
+            return {"status": "not ready", "detail": f"the readiness probe failed: {type(error).__name__}: {error}"}
+        probe = {"error_present": verdict.error_present, "faithful": verdict.faithful, "tie": verdict.tie}
+        self._answer = {"status": "ready", "probe": {**probe, "seconds": round(seconds, 3)}}
+        self._answered = time.monotonic()
+        return self._answer
+
+
 def create_app(settings: ServerSettings, scorer: JudgeScorer) -> FastAPI:
     """The judge server app: /health, /ready, POST /v1/judge (native batch), POST /judge (OpenRLHF rewards)."""
 
@@ -124,12 +159,17 @@ def create_app(settings: ServerSettings, scorer: JudgeScorer) -> FastAPI:
         """Liveness: the process answers."""
         return {"status": "ok"}
 
+    readiness = ReadinessProbe(scorer)
+
     @app.get("/ready", responses={503: {"model": ErrorOut}})
     async def ready() -> JSONResponse:
-        """Readiness: the judge backend is loaded (503 with the reason while loading or after a failed load)."""
-        if scorer.state is ScorerState.READY:
-            return JSONResponse({"status": "ready"})
-        return _error(503, f"judge backend is {scorer.state.value}" + (f": {scorer.failure}" if scorer.failure else ""))
+        """Readiness: the backend is loaded and settles a probe game within READY_PROBE_TIMEOUT_S (503 with the reason
+        while loading, after a failed load, or when the probe gets no verdict)."""
+        if scorer.state is not ScorerState.READY:
+            detail = f"judge backend is {scorer.state.value}" + (f": {scorer.failure}" if scorer.failure else "")
+            return _error(503, detail)
+        answer = await readiness.answer()
+        return JSONResponse(answer) if answer["status"] == "ready" else _error(503, answer["detail"])
 
     @app.post("/v1/judge", response_model=JudgeBatchOut, responses=errors)
     async def judge(batch: JudgeBatchIn) -> JudgeBatchOut | JSONResponse:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig
 
-from medical_team.checkpoint_folder import TRACKER_NAME, last_checkpoint
+from medical_team.checkpoint_folder import TRACKER_NAME, last_checkpoint, read_tracker
 from medical_team.compile_cache import release_compile_cache
 from medical_team.console import output_to_log, say
 from medical_team.errors import UserInputError
@@ -146,7 +146,7 @@ def _train(composed: DictConfig, named: frozenset[str], started: float, verbose:
     from medical_team.launcher.preparation import check_data, check_model, prepare_model
     from medical_team.launcher.prompt_lengths import check_prompt_lengths
     from medical_team.launcher.run_plan import plan_config
-    from medical_team.launcher.shm_cleanup import remove_orphaned_segments, shm_segments
+    from medical_team.run.shm_segments import remove_orphaned_segments, shm_segments
 
     # Everything derived from this machine (KV cache bytes, the emulated card, the judge's address, Ray's
     # cluster), once: from here on the config is only read.
@@ -167,6 +167,7 @@ def _train(composed: DictConfig, named: frozenset[str], started: float, verbose:
             # In the policy's and the judge's own tokens: before the judge's server and Ray start.
             check_prompt_lengths(config, run.settings)
             check_judge_context(config, run.settings)
+            mark_start_up(config)
             segments_before = shm_segments()
             try:
                 _train_beside_judge(run, paths, started)
@@ -181,6 +182,15 @@ def _train(composed: DictConfig, named: frozenset[str], started: float, verbose:
             raise oom from error
         raise
     return paths
+
+
+def mark_start_up(config: DictConfig) -> None:
+    """Begin this attempt's progress record: its start-up, from the step it resumes after (docs/reliability.md)."""
+    from medical_team.launcher.watched_run import attempt_number
+    from medical_team.run.progress_record import STARTUP, ProgressWriter, progress_path
+
+    resumes_after = read_tracker(Path(config.trainer.default_local_dir)) or 0
+    ProgressWriter(progress_path(config.medplay.output_dir), attempt=attempt_number()).enter(STARTUP, resumes_after)
 
 
 def _train_beside_judge(run: PlannedRun, paths: RunPaths, started: float) -> None:

@@ -6,6 +6,10 @@ from __future__ import annotations
 OUT_OF_MEMORY_EXIT = 4  # `medplay train`'s exit status when GPU memory or host RAM ran out
 JUDGE_FAILED_EXIT = 5  # `medplay train`'s exit status when the served judge fails (for memory: OUT_OF_MEMORY_EXIT)
 RESOURCE_FLOOR_EXIT = 6  # `medplay train`'s exit status when host memory or disk fell to its floor (saved, stopped)
+REPEATED_FAILURE_EXIT = 7  # `medplay train`'s exit status when the watchdog's restarts did not move the run forward
+USAGE_EXIT = 2  # a mistake in the settings or the inputs (UserInputError)
+# What the watchdog never restarts: done, a usage error, out of memory, a resource floor, a stop asked by SIGINT/SIGTERM.
+FINAL_EXITS = frozenset({0, USAGE_EXIT, OUT_OF_MEMORY_EXIT, RESOURCE_FLOOR_EXIT, 130, 143})
 NO_TRAJECTORIES = "no materializable trajectories"  # verl's words when a step's every game failed
 JUDGE_START_UP = "judge start-up"  # the served judge's phase until it first answers
 

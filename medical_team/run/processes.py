@@ -67,6 +67,7 @@ _PROGRAMS = (
     ("vllm.entrypoints.openai.api_server", "judge_server"),
     ("ray start", RAY_HEAD),  # `ray start --head --block` (the appliance's ray-head.sh): the daemons' parent
     ("pipeline.sh", "pipeline"),  # the appliance's pipeline: the parent of its `medplay train`
+    ("medplay watchdog", "watchdog"),  # `medplay train`'s watchdog (medical_team/watchdog/): the launcher's parent
     ("judge serve", "judge_server"),
     ("resource_tracker", "python_resource_tracker"),
 )

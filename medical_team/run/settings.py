@@ -103,6 +103,21 @@ class ResourceSettings:
 
 
 @dataclass(frozen=True)
+class WatchdogSettings:
+    """`medplay.watchdog`: when a phase that does not end is a stall, and how often the run restarts (watchdog/)."""
+
+    enabled: bool  # false: `medplay train` runs the trainer in its own process, unwatched and never restarted
+    k: float = above(1, "a factor")  # a phase is a stall past k x its rolling median (or `floor_s`, the larger)
+    floor_s: float = above(0, "a number of seconds")
+    startup_s: float = above(0, "a number of seconds")  # the limit of an attempt's start-up
+    first_steps: int = at_least(0)  # steps of each attempt with the fixed limit `first_steps_s`, before any median
+    first_steps_s: float = above(0, "a number of seconds")
+    max_restarts: int = at_least(0)  # restarts in a row that do not advance the verified step; 0: never restart
+    poll_s: float = above(0, "a number of seconds")
+    kill_grace_s: float = at_least(0, "a number of seconds")  # from SIGTERM to SIGKILL when a stalled run is stopped
+
+
+@dataclass(frozen=True)
 class ReportSettings:
     """`medplay.report`: what the trainer keeps for `medplay report`'s page."""
 
@@ -137,6 +152,7 @@ class SelfPlaySettings(Rules):
     hardware: HardwareSettings  # what the profile needs of the machine (configs/profile/NAME.yaml)
     guards: GuardSettings
     resources: ResourceSettings
+    watchdog: WatchdogSettings
     model: ModelSettings
     judge: JudgeSettings
     rewards: RewardConfig

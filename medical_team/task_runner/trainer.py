@@ -79,6 +79,7 @@ from medical_team.task_runner.game_records_file import write_step_records
 from medical_team.task_runner.graceful_stop import end_after_this_step, honour_stop_request
 from medical_team.task_runner.lora_export import export_lora
 from medical_team.task_runner.metrics_file import use_appending_file_logger
+from medical_team.task_runner.phase_marks import PhaseMarks
 from medical_team.task_runner.replay_poll import REPLAY_POLL_S
 from medical_team.task_runner.resource_record import ResourceRecord
 from medical_team.task_runner.step_rewards import add_to_row_rewards, step_deltas
@@ -129,8 +130,8 @@ def verl_view(config: DictConfig) -> DictConfig:
 
 
 @register_trainer(TRAINER_NAME)
-class SelfPlayTrainer(PPOTrainerSync):
-    """PPOTrainerSync that adds the game metrics to every step's metrics."""
+class SelfPlayTrainer(PhaseMarks, PPOTrainerSync):
+    """PPOTrainerSync that adds the game metrics to every step's metrics and marks each phase of a step."""
 
     def __init__(self, config: Any) -> None:
         """verl's sync trainer on `verl_view(config)`; medplay keeps `trainer.max_actor_ckpt_to_keep` to apply itself."""
@@ -177,6 +178,7 @@ class SelfPlayTrainer(PPOTrainerSync):
 
     def _compute_metrics(self, batch: KVBatchMeta, metrics: dict[str, Any], timing_raw, global_steps, epoch) -> None:
         """verl's metrics, then the step's game metrics and per-role sample counts."""
+        self._mark("metrics")
         super()._compute_metrics(batch, metrics, timing_raw, global_steps, epoch)
         self._take_games()
         games, judge_stats = self._step_games, self._step_judge_stats
@@ -209,6 +211,7 @@ class SelfPlayTrainer(PPOTrainerSync):
 
     def _compute_advantage(self, batch: KVBatchMeta, metrics: dict[str, Any]) -> KVBatchMeta:
         """verl's advantages, after adding the step-level reward terms to the rows."""
+        self._mark("advantage")
         if self._step_terms:
             self._take_games()
             add_to_row_rewards(batch.keys, batch.partition_id, step_deltas(self._step_games, self.settings.rewards))
@@ -244,6 +247,7 @@ class SelfPlayTrainer(PPOTrainerSync):
 
     def _validate(self) -> dict[str, float]:
         """verl's validation; the answers it gave on benchmark rows are written for `medplay eval --responses`."""
+        self._mark("validation")
         started = time.perf_counter()
         metrics = super()._validate()
         seconds = time.perf_counter() - started
@@ -294,6 +298,7 @@ class SelfPlayTrainer(PPOTrainerSync):
         the trackers given the config with its secrets redacted; a run a resource floor ended raises its line after."""
         use_appending_file_logger()
         use_redacting_tracking()
+        self._start_marks(self.settings.output_dir)
         self._non_finite_guard = NonFiniteGuard(max_consecutive=self.settings.guards.max_non_finite_steps)
         judge = self.settings.judge
         self._gold_floor = GoldFloor(judge.gold_accuracy_floor, judge.gold_min_count) if judge.probed else None
@@ -326,6 +331,7 @@ class SelfPlayTrainer(PPOTrainerSync):
         The marker an earlier save of this step left goes first (a resumed run saves that step again); the tracker
         moves to this step once the step's metrics are on disk, and old checkpoints go only then (StepCommits).
         """
+        self._mark("checkpoint_save")
         root = Path(self.config.trainer.default_local_dir)
         previous = read_tracker(root)
         self._commits.saving(self.global_steps)
@@ -336,6 +342,7 @@ class SelfPlayTrainer(PPOTrainerSync):
 
     def on_step_end(self) -> None:
         """verl's weight sync, then honour a stop request (save unless this step already saved, then finish)."""
+        self._mark("weight_sync")
         super().on_step_end()
         honour_stop_request(self, Path(self.config.trainer.default_local_dir), saved_this_step=self._saved_this_step())
 

@@ -27,30 +27,30 @@ def test_cpu_smoke_without_a_probe_report(tmp_path: Path) -> None:
     assert with_profile([], tmp_path / "absent.json") == ["profile=cpu-smoke"]
 
 
-def test_broken_probe_report_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_broken_probe_report_is_a_user_error(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     report = tmp_path / "probe.json"
     report.write_text("{not json")
     assert main(["train", "--probe-report", str(report)]) == 2
-    assert f"medplay train: error: {report}: not a probe report" in capsys.readouterr().err
+    assert f"medplay train: error: {report}: not a probe report" in capfd.readouterr().err
 
 
-def test_unknown_profile_names_the_real_ones(capsys: pytest.CaptureFixture[str]) -> None:
+def test_unknown_profile_names_the_real_ones(capfd: pytest.CaptureFixture[str]) -> None:
     assert main(["train", "profile=12g"]) == 2
-    err = capsys.readouterr().err
+    err = capfd.readouterr().err
     assert "12g" in err and "cpu-smoke" in err and "80g" in err
 
 
-def test_missing_data_names_the_file_and_the_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_data_names_the_file_and_the_fix(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     assert main(["train", "profile=cpu-smoke", f"medplay.data_dir={tmp_path}", f"medplay.output_dir={tmp_path}"]) == 2
-    err = capsys.readouterr().err
+    err = capfd.readouterr().err
     assert f"{tmp_path}/train.parquet: field 'data.train_files': not found" in err
     assert "medplay convert --output" in err
 
 
-def test_bad_game_settings_are_reported_together(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_game_settings_are_reported_together(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     overrides = ["medplay.training_mode=both", "medplay.rewards.scheme=odd", f"medplay.output_dir={tmp_path}"]
     assert main(["train", "profile=cpu-smoke", *overrides]) == 2
-    err = capsys.readouterr().err
+    err = capfd.readouterr().err
     assert "medplay.training_mode: 'both' must be one of joint, assessor, attacker" in err
     assert "medplay.rewards.scheme: 'odd'" in err
 

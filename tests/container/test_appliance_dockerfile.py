@@ -103,3 +103,27 @@ def test_heartbeat_is_the_composed_metrics_file_the_pipeline_wrote(tmp_path):
     finally:
         alive.kill()
         alive.wait()
+
+
+def test_unhealthy_while_the_watchdog_declares_a_stall(tmp_path):
+    """Liveness is not progress: a fresh heartbeat does not hide a stall the run's watchdog declared."""
+    stall = tmp_path / "checkpoints" / "watchdog" / "stall.json"
+    (tmp_path / "stall.path").write_text(f"{stall}\n")  # as entrypoints/pipeline.sh writes it
+    heartbeat = tmp_path / "metrics.jsonl"
+    heartbeat.write_text('{"step": 1}\n')
+    alive = subprocess.Popen(["sleep", "60"])
+    try:
+        (tmp_path / "supervisord.pid").write_text(f"{alive.pid}\n")
+        (tmp_path / "pipeline.step").write_text("train\n")
+        env = {"MEDPLAY_HEARTBEAT_FILE": str(heartbeat)}
+        assert healthcheck(tmp_path, env).returncode == 0
+        stall.parent.mkdir(parents=True)
+        stall.write_text('{"phase": "update", "step": 2}\n')
+        result = healthcheck(tmp_path, env)
+        assert result.returncode == 1
+        assert result.stdout.startswith('unhealthy: the run\'s watchdog declared a stall: {"phase": "update"')
+        stall.unlink()  # the restarted run has begun
+        assert healthcheck(tmp_path, env).returncode == 0
+    finally:
+        alive.kill()
+        alive.wait()

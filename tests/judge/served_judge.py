@@ -16,7 +16,7 @@ from medical_team.judge.settings import packaged_judge_settings
 from medical_team.launcher.served_judge_command import vllm_command
 from medical_team.launcher.served_judge_plan import free_port
 from medical_team.launcher.served_judge_process import JudgeServer
-from medical_team.launcher.shm_cleanup import remove_orphaned_segments, shm_segments
+from medical_team.run.shm_segments import remove_orphaned_segments, shm_segments
 
 CPU_SERVE = packaged_judge_settings(
     serve={"kv_cache_memory_bytes": 128 * 1024 * 1024, "max_model_len": 4096, "max_num_seqs": 16}

@@ -12,7 +12,8 @@ from judge_helpers import HTTP, make_request, reworded, rules_app, wait_until_re
 from medical_team.data.records import GameSeed
 from medical_team.game.prompts import THINKING_PREFIX, assessor_messages
 from medical_team.judge.rules import RulesJudge
-from medical_team.judge.scorer import JudgeScorer
+from medical_team.judge.scorer import READINESS_PROBE, JudgeScorer
+from medical_team.judge_server import app as app_module
 from medical_team.judge_server.app import ServerSettings, create_app
 from medical_team.vocab import Label
 
@@ -24,8 +25,38 @@ def url(serve) -> str:
 
 
 def test_health_and_ready(url: str) -> None:
+    """Readiness carries the backend's real verdict on its probe game (a clean note rewritten as itself)."""
     assert HTTP.get(f"{url}/health").json() == {"status": "ok"}
-    assert HTTP.get(f"{url}/ready").json() == {"status": "ready"}
+    ready = HTTP.get(f"{url}/ready").json()
+    (expected,) = RulesJudge().judge([READINESS_PROBE])
+    assert ready["status"] == "ready" and ready["probe"]["seconds"] >= 0
+    assert (ready["probe"]["error_present"], ready["probe"]["faithful"], ready["probe"]["tie"]) == (
+        expected.error_present, expected.faithful, expected.tie,
+    )  # fmt: skip
+
+
+def test_a_backend_that_never_answers_is_not_ready(serve, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Liveness is not readiness: /health answers, /ready says the probe got no verdict, one probe thread at most."""
+    monkeypatch.setattr(app_module, "READY_PROBE_TIMEOUT_S", 0.5)
+    hung = threading.Event()
+    calls = []
+
+    class SilentJudge(RulesJudge):
+        def judge(self, requests):
+            calls.append(len(requests))
+            hung.wait(30)
+            return super().judge(requests)
+
+    url = serve(create_app(ServerSettings(), JudgeScorer(SilentJudge))).url
+    assert HTTP.get(f"{url}/health").status_code == 200
+    for _ in range(3):
+        response = HTTP.get(f"{url}/ready")
+        if response.status_code == 503 and "readiness probe" in response.json()["detail"]:
+            break
+    assert response.status_code == 503
+    assert response.json()["detail"] == "the judge backend gave no verdict on its readiness probe within 0.5 s"
+    assert HTTP.get(f"{url}/ready").status_code == 503 and calls == [1]  # the first probe still runs: no second
+    hung.set()
 
 
 def test_judge_batch_matches_in_process_judge(url: str, seed_pairs: list[tuple[GameSeed, GameSeed]]) -> None:

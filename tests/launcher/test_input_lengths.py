@@ -119,9 +119,9 @@ def test_the_served_judges_context_must_hold_the_longest_request(bundled_data, t
     )
 
 
-def test_medplay_train_refuses_an_overlong_note_before_anything_starts(long_data, tmp_path, capsys):
+def test_medplay_train_refuses_an_overlong_note_before_anything_starts(long_data, tmp_path, capfd):
     status = main(["train", "profile=cpu-smoke", f"medplay.data_dir={long_data}", f"medplay.output_dir={tmp_path}"])
-    err = capsys.readouterr().err
+    err = capfd.readouterr().err
     assert status == 2, err
     assert re.search(
         rf"medplay train: error: {long_data}/train.parquet:row 1[34]: field 'data.train_files': the (attacker|assessor)'s "
@@ -132,7 +132,7 @@ def test_medplay_train_refuses_an_overlong_note_before_anything_starts(long_data
     assert "Ray" not in log and not (tmp_path / "judge-server.log").exists()
 
 
-def test_medplay_train_refuses_a_served_judge_too_short_for_its_requests(bundled_data, tiny_model_dir, tmp_path, capsys):
+def test_medplay_train_refuses_a_served_judge_too_short_for_its_requests(bundled_data, tiny_model_dir, tmp_path, capfd):
     status = main(
         [
             "train",
@@ -144,7 +144,7 @@ def test_medplay_train_refuses_a_served_judge_too_short_for_its_requests(bundled
             "medplay.judge.serve.max_model_len=1024",
         ]
     )
-    err = capsys.readouterr().err
+    err = capfd.readouterr().err
     assert status == 2, err
     assert "field 'medplay.judge.serve.max_model_len': the longest judge request" in err
     assert "over medplay.judge.serve.max_model_len=1024" in err

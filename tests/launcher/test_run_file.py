@@ -44,14 +44,14 @@ def test_config_get_reads_the_file_and_the_command_line_wins(capsys: pytest.Capt
     assert capsys.readouterr().out.splitlines() == ["3", "1e-06", "zero_sum"]
 
 
-def test_mistakes_in_the_file_are_all_named_before_any_work(tmp_path: Path, capsys) -> None:
+def test_mistakes_in_the_file_are_all_named_before_any_work(tmp_path: Path, capfd) -> None:
     settings = tmp_path / "run.yaml"
     settings.write_text(
         "profile: cpu-smoke\nmedplay:\n  rewards: {scheme: foo}\n  stop_grace: 3\n"
         "trainer: {totl_epochs: 2}\nactor_rollout_ref.actor.optim.lr: -1\n"
     )
     assert main(["train", "--config", str(settings), f"medplay.output_dir={tmp_path / 'out'}"]) == 2
-    err = capsys.readouterr().err
+    err = capfd.readouterr().err
     for expected in (
         "medplay.rewards.scheme: 'foo' must be one of",
         "medplay.stop_grace: unknown key; did you mean medplay.stop_grace_s?",

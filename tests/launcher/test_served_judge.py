@@ -65,13 +65,13 @@ def test_missing_judge_model_names_the_folder_and_the_fix(tmp_path: Path) -> Non
     assert "hf download google/medgemma-4b-it --local-dir" in message and "medplay.judge.backend=rules" in message
 
 
-def test_train_stops_before_ray_when_the_judge_model_is_missing(tmp_path: Path, capsys) -> None:
+def test_train_stops_before_ray_when_the_judge_model_is_missing(tmp_path: Path, capfd) -> None:
     for name in ("train.parquet", "val.parquet"):
         (tmp_path / name).touch()
     overrides = [f"medplay.data_dir={tmp_path}", f"medplay.output_dir={tmp_path}", "medplay.judge.backend=vllm"]
     overrides.append(f"medplay.judge.model={tmp_path}/j")
     assert main(["train", "profile=cpu-smoke", *overrides]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = capfd.readouterr().err.strip().splitlines()
     assert err[-1].startswith(f"medplay train: error: {tmp_path}/j: field 'medplay.judge.model': no Hugging Face")
 
 

@@ -124,10 +124,10 @@ def test_every_mistake_is_listed_at_once() -> None:
         assert expected in message
 
 
-def test_medplay_train_exits_2_before_ray_with_one_message(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_medplay_train_exits_2_before_ray_with_one_message(tmp_path, capfd: pytest.CaptureFixture[str]) -> None:
     overrides = ["+medplay.stop_grace=3", "+trainer.totl_epochs=2", f"medplay.output_dir={tmp_path}"]
     assert main(["train", "profile=cpu-smoke", *overrides]) == 2
-    err = capsys.readouterr().err
+    err = capfd.readouterr().err
     assert "did you mean medplay.stop_grace_s?" in err and "did you mean trainer.total_epochs?" in err
     assert "Traceback" not in err
 
@@ -157,8 +157,8 @@ def test_config_get_and_the_probe_refuse_what_train_refuses(tmp_path, capsys: py
     assert not (tmp_path / "probe.json").exists()
 
 
-def test_verls_legacy_trainer_is_refused_before_ray(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_verls_legacy_trainer_is_refused_before_ray(tmp_path, capfd: pytest.CaptureFixture[str]) -> None:
     assert main(["train", "profile=cpu-smoke", "trainer.use_v1=false", f"medplay.output_dir={tmp_path}"]) == 2
-    err = capsys.readouterr().err
+    err = capfd.readouterr().err
     assert "trainer.use_v1: false; medplay runs only on verl's V1 trainer" in err and "set trainer.use_v1=true" in err
     assert "Traceback" not in err

@@ -61,6 +61,7 @@ from medical_team.run_lock import hold_run_lock, release_run_lock
         ),
         (["/usr/bin/python3", "/venv/bin/ray", "start", "--head", "--block", "--port=6379"], "ray_head"),
         (["/bin/bash", "/opt/medplay/entrypoints/pipeline.sh", "train"], "pipeline"),
+        (["medplay watchdog /checkpoints"], "watchdog"),  # the title `medplay train` takes as the run's watchdog
         (["/bin/sleep", "5"], OTHER),
         ([], OTHER),
     ],
