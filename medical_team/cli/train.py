@@ -133,11 +133,13 @@ def run(args: argparse.Namespace) -> int:
     """
     from medical_team.launcher.launch import train
     from medical_team.launcher.run_errors import end_run, failure_report
-    from medical_team.launcher.watched_run import in_attempt, watched_run
+    from medical_team.launcher.watched_run import end_with_watchdog, in_attempt, watched_run
 
     report = probe_report_path(args)
     overrides = with_profile(user_overrides(args, args.overrides), report)
-    if not in_attempt():
+    if in_attempt():
+        end_with_watchdog()
+    else:
         print(f"medplay train: {' '.join(redacted_overrides(overrides))}", flush=True)
         watched = watched_run(overrides, verbose=args.verbose)
         if watched is not None:  # this process watches; the run trains in a child (docs/reliability.md)

@@ -9,20 +9,32 @@ attempt, which names every mistake in it at once, as `medplay train` does withou
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from medical_team.errors import UserInputError
 from medical_team.run_lock import INHERITED_FD_ENV, held_descriptor, hold_run_lock
-from medical_team.watchdog.supervisor import ATTEMPT_ENV, WatchedRun
+from medical_team.watchdog.supervisor import ATTEMPT_ENV, WATCHDOG_PID_ENV, WatchedRun
+
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies
 
 
 def in_attempt() -> bool:
     """True in the `medplay train` a watchdog started: it trains in its own process."""
     return bool(os.environ.get(ATTEMPT_ENV))
+
+
+def end_with_watchdog() -> None:
+    """In an attempt: SIGTERM this process when its watchdog dies (SIGKILLed), so that no run goes on unwatched; the
+    attempt then saves and stops as after `docker stop`. A watchdog already gone by now ends it at once."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if str(os.getppid()) != os.environ.get(WATCHDOG_PID_ENV):
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def watched_run(overrides: Sequence[str], *, verbose: bool) -> WatchedRun | None:

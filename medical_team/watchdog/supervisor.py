@@ -35,6 +35,7 @@ from medical_team.watchdog.hang_record import Stall, hang_folder, write_hang_rec
 from medical_team.watchdog.run_processes import attempt_processes, stop_processes
 
 ATTEMPT_ENV = "MEDPLAY_WATCHDOG_ATTEMPT"  # set in an attempt's `medplay train`: it trains in its own process
+WATCHDOG_PID_ENV = "MEDPLAY_WATCHDOG_PID"  # the watchdog an attempt ends with (launcher/watched_run.py)
 PROCESS_TITLE = "medplay watchdog"
 
 
@@ -121,7 +122,7 @@ class Watchdog:
         """Start attempt `attempt`, watch it to its end; how it ended."""
         segments = shm_segments()
         started = time.time()
-        env = {**self.run.env, ATTEMPT_ENV: str(attempt)}
+        env = {**self.run.env, ATTEMPT_ENV: str(attempt), WATCHDOG_PID_ENV: str(os.getpid())}
         self.child = subprocess.Popen(self.run.command, env=env, start_new_session=True, pass_fds=self.run.pass_fds)
         (self.folder / STALL_NAME).unlink(missing_ok=True)
         try:

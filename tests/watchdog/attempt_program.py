@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from medical_team.checkpoint_folder import TRACKER_NAME, read_tracker
+from medical_team.launcher.watched_run import end_with_watchdog
 from medical_team.run.progress_record import ProgressWriter, progress_path
 
 PHASES = ("generation", "update", "checkpoint_save", "metrics")
@@ -47,6 +48,7 @@ def slow_save(folder: Path) -> None:
 
 
 def main(output: Path, steps: int, fault: str, fault_step: int, fault_attempts: int) -> int:
+    end_with_watchdog()  # as `medplay train` does in an attempt
     attempt = int(os.environ["MEDPLAY_WATCHDOG_ATTEMPT"])
     checkpoints = output / "checkpoints"
     checkpoints.mkdir(parents=True, exist_ok=True)

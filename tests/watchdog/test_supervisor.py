@@ -144,3 +144,24 @@ def test_the_watchdog_imports_no_framework() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_an_attempt_ends_when_its_watchdog_is_killed(tmp_path: Path) -> None:
+    """A SIGKILLed watchdog leaves no run going on unwatched: its attempt gets SIGTERM (as after `docker stop`)."""
+    code = (
+        "import sys; from pathlib import Path; from medical_team.watchdog.supervisor import WatchedRun, watch; "
+        "from medical_team.run.settings import WatchdogSettings; "
+        f"settings = WatchdogSettings(**{SETTINGS.__dict__!r}); "
+        f"sys.exit(watch(WatchedRun({watched(tmp_path, 'sleep', step=2).command!r}, Path({str(tmp_path)!r}), "
+        f"Path({str(tmp_path / 'checkpoints')!r}), {str(tmp_path)!r}, settings)))"
+    )
+    watchdog = subprocess.Popen([sys.executable, "-c", code])
+    progress = tmp_path / "progress.json"
+    while not (progress.is_file() and '"update"' in progress.read_text() and '"step": 2' in progress.read_text()):
+        assert watchdog.poll() is None
+        time.sleep(0.05)
+    attempt = next(p for p in psutil.Process(watchdog.pid).children() if str(PROGRAM) in " ".join(p.cmdline()))
+    watchdog.kill()
+    watchdog.wait()
+    attempt.wait(timeout=30)  # psutil.TimeoutExpired, and the test fails, while the attempt runs on
+    assert not attempt.is_running()
