@@ -22,7 +22,6 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from medical_team.checkpoint_folder import read_tracker, step_dirs
 from medical_team.run.failures import FINAL_EXITS, REPEATED_FAILURE_EXIT
@@ -126,11 +125,12 @@ class Watchdog:
         self.child = subprocess.Popen(self.run.command, env=env, start_new_session=True, pass_fds=self.run.pass_fds)
         (self.folder / STALL_NAME).unlink(missing_ok=True)
         try:
-            return self._until_end(self.child, attempt, started)
+            resumes_after = read_tracker(self.run.checkpoint_dir) or 0
+            return self._until_end(self.child, attempt, started, resumes_after)
         finally:
             remove_orphaned_segments(segments)
 
-    def _current(self, attempt: int, started: float, child: subprocess.Popen) -> Progress:
+    def _current(self, attempt: int, started: float, child: subprocess.Popen, resumes_after: int) -> Progress:
         """The attempt's record; until its launcher has written one (its checks passed), its start-up since launch."""
         progress = read_progress(self.progress)
         if progress is not None and progress.attempt == attempt and progress.since >= started:
@@ -139,9 +139,9 @@ class Watchdog:
                 self.folder.mkdir(parents=True, exist_ok=True)
                 (self.folder / SETTINGS_NAME).write_text(json.dumps(dataclasses.asdict(self.run.settings)) + "\n")
             return progress
-        return Progress(read_tracker(self.run.checkpoint_dir) or 0, STARTUP, started, None, attempt, child.pid)
+        return Progress(resumes_after, STARTUP, started, None, attempt, child.pid)
 
-    def _until_end(self, child: subprocess.Popen, attempt: int, started: float) -> Ending:
+    def _until_end(self, child: subprocess.Popen, attempt: int, started: float, resumes_after: int) -> Ending:
         """Poll `child` and the progress record until the child exits or stalls."""
         save = SaveActivity(self.run.checkpoint_dir)
         while True:
@@ -149,7 +149,7 @@ class Watchdog:
                 status = child.wait(timeout=self.run.settings.poll_s)
             except subprocess.TimeoutExpired:
                 status = None
-            progress = self._current(attempt, started, child)
+            progress = self._current(attempt, started, child, resumes_after)
             if status is not None:
                 status = 128 - status if status < 0 else status  # killed by a signal: the shell's convention
                 return Ending(status, phase=progress.phase, step=progress.step)
@@ -231,7 +231,7 @@ class SaveActivity:
         self._seen: tuple[int, int] | None = None  # (step, bytes)
         self._grew = 0.0
 
-    def last_growth(self, progress: Any) -> float:
+    def last_growth(self, progress: Progress) -> float:
         """The last time the step folder of a save in progress grew (0 when no save is in progress)."""
         if progress.phase != "checkpoint_save":
             self._seen = None
