@@ -74,7 +74,7 @@ clean:
 # IMAGE_FLAVOUR=gpu (default): every version from docker/requirements-gpu.lock; IMAGE_FLAVOUR=cpu: the CPU stack
 # of requirements/ on Debian (profile cpu-smoke). The tag names the stack (docker/stack.sh tag FLAVOUR).
 # `make train ARGS="profile=80g trainer.total_epochs=2"`; volumes live under $(VOLUMES).
-.PHONY: build shell train test-image lint bench bench-eval bench-scaling bench-judge-server
+.PHONY: build shell train test-image lint bench bench-eval bench-scaling bench-judge-server bench-startup
 
 IMAGE_FLAVOUR ?= gpu
 # The GPU flavour's route: cuda (the nvidia/cuda base, flash-attn compiled) or pypi (Ubuntu 24.04, made with
@@ -188,6 +188,12 @@ soak: $(STAMP)
 bench-scaling: $(STAMP)
 	mkdir -p build
 	$(PY) scripts/bench.py --scaling --output build/bench_scaling.json
+
+# What a CPU run's start costs (scripts/bench_startup.py -> build/bench_startup.json): `medplay train` to verl's trainer
+# ready and to step 1, CPU seconds by process role, self-play and verl's stock step; AGAINST=COMMIT alternates with it.
+bench-startup: $(STAMP)
+	mkdir -p build
+	$(PY) scripts/bench_startup.py --output build/bench_startup.json $(if $(AGAINST),--against $(AGAINST))
 
 # The judge server under load (scripts/bench_judge_server.py -> build/bench-judge-server.json): a real `medplay judge
 # serve` process and the real client, 50,000 calls with the server's RSS sampled, bursts over --max-concurrent,

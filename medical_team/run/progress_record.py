@@ -15,21 +15,42 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 PROGRESS_NAME = "progress.json"
 STARTUP = "start-up"
-# The phases of a step in the order they run (validation and the save only on their steps), each with what it does.
-PHASES: dict[str, str] = {
-    STARTUP: "start-up: Ray, the workers, the model, vLLM, the checkpoint loaded",
-    "generation": "generation and judging: the agent loops play the step's games",
-    "old_log_prob": "old log-probabilities of the actor",
-    "reference": "the reference policy's log-probabilities",
-    "advantage": "the step's reward terms and advantages, in the trainer",
-    "update": "the actor's update",
-    "checkpoint_save": "the checkpoint save",
-    "weight_sync": "the weight sync to the rollout",
-    "validation": "validation",
-    "metrics": "the step's metrics and its commit",
+
+
+class Phase(NamedTuple):
+    """What a phase does, and what the process that marked it waits for meanwhile (said when it lasts)."""
+
+    does: str
+    waits_for: str
+
+
+# The phases of a step in the order they run (validation and the save only on their steps).
+PHASES: dict[str, Phase] = {
+    STARTUP: Phase(
+        "start-up: Ray, the workers, the model, vLLM, the checkpoint loaded",
+        "the run's start (the console's last `starting` line names the stage: Ray, a served judge, the trainer "
+        "process, the data loaders, the FSDP engines, the rollout's vLLM server)",
+    ),
+    "generation": Phase(
+        "generation and judging: the agent loops play the step's games",
+        "the agent-loop workers' games: the rollout's vLLM server generating, the judge's verdicts",
+    ),
+    "old_log_prob": Phase("old log-probabilities of the actor", "the FSDP actor worker's forward pass"),
+    "reference": Phase("the reference policy's log-probabilities", "the FSDP reference worker's forward pass"),
+    "advantage": Phase(
+        "the step's reward terms and advantages, in the trainer", "the trainer's own reward and advantage computation"
+    ),
+    "update": Phase("the actor's update", "the FSDP actor worker's update and its collectives"),
+    "checkpoint_save": Phase("the checkpoint save", "the FSDP workers writing the checkpoint"),
+    "weight_sync": Phase(
+        "the weight sync to the rollout", "the FSDP actor and the rollout's vLLM server exchanging the weights"
+    ),
+    "validation": Phase("validation", "the agent-loop and reward workers playing the validation games"),
+    "metrics": Phase("the step's metrics and its commit", "the trainer writing the step's metrics"),
 }
 DURATIONS_KEPT = 20  # per phase: the window of its rolling median
 

@@ -12,13 +12,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from medical_team.run.progress_record import STARTUP, Progress
+from medical_team.run.progress_record import PHASES, STARTUP, Progress
 from medical_team.run.settings import WatchdogSettings
 
 VLLM_EXECUTE_TIMEOUT_ENV = "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS"
 # vLLM's own default when the run's environment does not set it (vllm/envs.py; tests/test_verl_contracts.py).
 VLLM_EXECUTE_TIMEOUT_DEFAULT_S = 300
 NCCL_TIMEOUT_KEY = "actor_rollout_ref.nccl_timeout"
+# A phase past this share of its limit is said on the console and in the log, once, with what it waits for.
+NOTICE_SHARE = 0.5
 
 
 def phase_limit(progress: Progress, settings: WatchdogSettings) -> float:
@@ -31,6 +33,16 @@ def phase_limit(progress: Progress, settings: WatchdogSettings) -> float:
     if usual is None:  # a phase this run has not finished yet (a first save, a first validation)
         return settings.first_steps_s
     return max(settings.k * usual, settings.floor_s)
+
+
+def wait_notice(progress: Progress, seconds: float, limit: float) -> str:
+    """The sentence for a phase that has lasted `seconds` of its `limit`: what the run waits for, and how long."""
+    usual = progress.usual_s()
+    usually = f"usually {usual:.0f} s" if usual is not None else "no earlier duration"
+    return (
+        f"step {progress.step} has been in {progress.phase} for {seconds:.0f} s ({usually}; a stall at "
+        f"{limit:.0f} s): waiting for {PHASES[progress.phase].waits_for}"
+    )
 
 
 def run_timeouts(config: Any, environ: Mapping[str, str]) -> dict[str, float]:

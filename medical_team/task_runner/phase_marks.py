@@ -4,6 +4,7 @@
 otherwise override (generation, old log-probabilities, reference, update); the trainer marks the rest where its own
 override begins (trainer.py: advantage, checkpoint save, weight sync, validation, metrics). A record that cannot be
 written (a full disk) is said once in the log and never stops training: the watchdog then sees the phase go on.
+Tests only: a phase that `MEDPLAY_INJECT_HOLD` holds in the trainer (run/phase_hold.py) waits right after its mark.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from medical_team.run.phase_hold import TRAINER_PHASES, PhaseHold, asked_hold
 from medical_team.run.progress_record import ProgressWriter, progress_path
 
 log = logging.getLogger(__name__)
@@ -22,10 +24,14 @@ class PhaseMarks:
     global_steps: int
     _progress: ProgressWriter | None = None
     _progress_failed = False
+    _hold: PhaseHold | None = None  # tests only: the trainer's own held phase ($MEDPLAY_INJECT_HOLD)
+    _hold_calls = 0
 
     def _start_marks(self, output_dir: str) -> None:
         """Continue the run's record in `output_dir` (what the watchdog wrote as this attempt started)."""
         self._progress = ProgressWriter(progress_path(output_dir))
+        hold = asked_hold()
+        self._hold = hold if hold is not None and hold.phase in TRAINER_PHASES else None
 
     def _mark(self, phase: str) -> None:
         """Record that `phase` of the current step begins now."""
@@ -37,6 +43,9 @@ class PhaseMarks:
             if not self._progress_failed:
                 log.warning("the progress record cannot be written (%s); training goes on", error)
             self._progress_failed = True
+        if self._hold is not None and self._hold.phase == phase:
+            self._hold_calls += 1
+            self._hold.at_call(self._hold_calls)
 
     def on_sample_begin(self) -> None:
         """Generation and judging begin: the replay buffer waits for the step's games."""

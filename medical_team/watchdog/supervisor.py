@@ -28,7 +28,7 @@ from medical_team.run.failures import FINAL_EXITS, REPEATED_FAILURE_EXIT
 from medical_team.run.progress_record import STARTUP, Progress, progress_path, read_progress
 from medical_team.run.settings import WatchdogSettings
 from medical_team.run.shm_segments import remove_orphaned_segments, shm_segments
-from medical_team.run.stall_limits import phase_limit
+from medical_team.run.stall_limits import NOTICE_SHARE, phase_limit, wait_notice
 from medical_team.run.watchdog_files import EVENTS_NAME, SETTINGS_NAME, STALL_NAME, WATCHDOG_FOLDER
 from medical_team.watchdog.hang_record import Stall, hang_folder, write_hang_record
 from medical_team.watchdog.run_processes import attempt_processes, stop_processes
@@ -144,6 +144,7 @@ class Watchdog:
     def _until_end(self, child: subprocess.Popen, attempt: int, started: float, resumes_after: int) -> Ending:
         """Poll `child` and the progress record until the child exits or stalls."""
         save = SaveActivity(self.run.checkpoint_dir)
+        noticed: tuple[str, int, float] | None = None  # the phase whose wait was said
         while True:
             try:
                 status = child.wait(timeout=self.run.settings.poll_s)
@@ -160,6 +161,9 @@ class Watchdog:
             if seconds > limit:
                 stall = Stall(progress.phase, progress.step, round(seconds, 1), round(limit, 1), progress.attempt)
                 return self._stalled(child, stall, progress, started)
+            if seconds > NOTICE_SHARE * limit and noticed != (progress.phase, progress.step, progress.since):
+                noticed = (progress.phase, progress.step, progress.since)
+                self._say_in_log(wait_notice(progress, seconds, limit), started)
 
     def _stalled(self, child: subprocess.Popen, stall: Stall, progress: Progress, started: float) -> Ending:
         """Record the stall, stop every process of the attempt, and say so."""
@@ -168,12 +172,8 @@ class Watchdog:
         self.folder.mkdir(parents=True, exist_ok=True)
         (self.folder / STALL_NAME).write_text(json.dumps({**stall.__dict__, "record": str(folder)}) + "\n")
         say(f"{stall.sentence()}: writing the stacks of its {len(processes)} processes to {folder}")
-        log_file = attempt_log(self.run.output_dir, started)
-        write_hang_record(folder, stall, progress, processes, log_file)
-        sentence = f"medplay: watchdog: {stall.sentence(folder)}"
-        if log_file is not None:
-            with log_file.open("a", encoding="utf-8") as log:
-                log.write(sentence + "\n")
+        write_hang_record(folder, stall, progress, processes, attempt_log(self.run.output_dir, started))
+        self._say_in_log(stall.sentence(folder), started, console=False)
         killed = stop_processes(processes, child, self.run.settings.kill_grace_s)
         say(
             f"stopped the attempt's {len(processes)} processes"
@@ -181,6 +181,15 @@ class Watchdog:
         )
         status = child.returncode if child.returncode is not None else -signal.SIGKILL
         return Ending(128 - status if status < 0 else status, stall, folder, stall.phase, stall.step)
+
+    def _say_in_log(self, message: str, started: float, *, console: bool = True) -> None:
+        """`message` in the log of the attempt that started at `started` (when it has one), and on the console."""
+        if console:
+            say(message)
+        log_file = attempt_log(self.run.output_dir, started)
+        if log_file is not None:
+            with log_file.open("a", encoding="utf-8") as log:
+                log.write(f"medplay: watchdog: {message}\n")
 
     def _forward(self, signum: int, _frame: object) -> None:
         """SIGTERM/SIGINT: hand it to the attempt, which saves and stops; nothing is restarted after."""

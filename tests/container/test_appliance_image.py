@@ -26,8 +26,8 @@ from processes import free_ports
 from tensorboard_run import wait_until_shown, write_events
 from test_appliance_pipeline import write_broken_csv
 
-from medical_team.plugin.step_hold import HOLD_ENV
 from medical_team.reliability.stop_request import STOP_FILE
+from medical_team.run.phase_hold import HOLD_ENV
 
 IMAGE = os.environ.get("MEDPLAY_TEST_IMAGE", "")
 ENGINE = shlex.split(os.environ.get("MEDPLAY_TEST_ENGINE", "docker"))

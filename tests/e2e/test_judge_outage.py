@@ -62,6 +62,7 @@ def test_a_dead_judge_gives_counted_ties_then_stops_the_run(tmp_path: Path) -> N
         f"medplay.output_dir={tmp_path / 'run'}", f"medplay.data_dir={tmp_path / 'data'}",
         "trainer.total_training_steps=12", "medplay.judge.backend=http", f"medplay.judge.url={url}",
         "medplay.judge.attempts=2", f"medplay.judge.max_consecutive_failures={FAILURE_LIMIT}",
+        "medplay.watchdog.max_restarts=0",  # the outage's own exit, not the watchdog's restarts (tests/watchdog/)
     ]  # fmt: skip
     try:
         wait_until(judge_healthy, 60, "the judge server")

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from medical_team.plugin.step_hold import HOLD_ENV, hold_in_this_process
+from medical_team.plugin.step_hold import hold_in_this_process
+from medical_team.run.phase_hold import HOLD_ENV
 
 
 def wait_for_file(path: Path, timeout_s: float = 60) -> None:
@@ -66,3 +67,9 @@ def test_a_malformed_hold_is_refused_naming_the_form(monkeypatch, value: str) ->
 def test_no_hold_asked_wraps_nothing(monkeypatch) -> None:
     monkeypatch.delenv(HOLD_ENV, raising=False)
     assert hold_in_this_process() is None
+
+
+def test_a_hold_of_the_trainers_own_phase_wraps_no_worker_method(monkeypatch) -> None:
+    monkeypatch.setenv(HOLD_ENV, "advantage@2:/a:/b")
+    assert hold_in_this_process() is None  # the trainer holds it (tests/task_runner/test_phase_marks.py)
+

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from medical_team.launcher.compose import compose_config
-from medical_team.run.progress_record import STARTUP, Progress
+from medical_team.run.progress_record import PHASES, STARTUP, Progress
 from medical_team.run.settings import WatchdogSettings, settings_from_trainer_config
 from medical_team.run.stall_limits import (
     NCCL_TIMEOUT_KEY,
@@ -17,6 +17,7 @@ from medical_team.run.stall_limits import (
     phase_limit,
     run_timeouts,
     timeout_problems,
+    wait_notice,
 )
 
 SETTINGS = WatchdogSettings(
@@ -61,3 +62,13 @@ def test_a_limit_past_a_timeout_is_refused_naming_both_keys() -> None:
 def test_vllms_default_execute_timeout_is_the_one_assumed() -> None:
     vllm_envs = pytest.importorskip("vllm.envs")
     assert vllm_envs.environment_variables[VLLM_EXECUTE_TIMEOUT_ENV]() == VLLM_EXECUTE_TIMEOUT_DEFAULT_S
+
+
+def test_a_long_wait_says_what_the_phase_waits_for() -> None:
+    progress = Progress(7, "weight_sync", 0.0, 1, 1, 1, {"weight_sync": [3.0, 5.0, 4.0]})
+    assert wait_notice(progress, 95.4, 180.0) == (
+        "step 7 has been in weight_sync for 95 s (usually 4 s; a stall at 180 s): waiting for the FSDP actor and "
+        "the rollout's vLLM server exchanging the weights"
+    )
+    assert "no earlier duration" in wait_notice(Progress(0, STARTUP, 0.0, None, 1, 1), 900.0, 1800.0)
+    assert all(PHASES[phase].waits_for and PHASES[phase].does for phase in PHASES)

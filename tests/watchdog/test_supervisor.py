@@ -80,6 +80,10 @@ def test_a_hang_is_recorded_stopped_and_restarted(tmp_path: Path, fault: str, ca
     assert [event["event"] for event in events(tmp_path)] == ["restart", "end"]
     err = capfd.readouterr().err
     assert "step 3 stalled in update for" in err and f"the stacks of every process: {record}" in err
+    # half way to the limit the wait was said once, with what the run waits for, before the stall
+    notice = f"; a stall at {FLOOR_S:.0f} s): waiting for the FSDP actor worker's update and its collectives"
+    assert err.count("step 3 has been in update for") == 1 and notice in err, err
+    assert err.index("step 3 has been in update for") < err.index(notice) < err.index("step 3 stalled in update")
     assert "restarting from global_step_2" in err
     assert not [p for p in psutil.process_iter(["cmdline"]) if str(tmp_path) in " ".join(p.info["cmdline"] or [])]
 
