@@ -1,7 +1,7 @@
 """Benchmark: what a CPU run's start costs, from `medplay train` to verl's trainer ready and to step 1, by process role.
 
     .venv/bin/python scripts/bench_startup.py                       # `make bench-startup`; build/bench_startup.json
-    .venv/bin/python scripts/bench_startup.py --against 94ed7fe --rounds 2   # alternating with another commit
+    .venv/bin/python scripts/bench_startup.py --against 94ed7fe,9f9541b --rounds 2   # alternating with commits
 
 Each run is `medplay train` on the cpu-smoke profile (the tiny model built once, the bundled data converted once) to
 its first step, no checkpoints. Two kinds of run: medplay's self-play, and verl's stock single-turn step started the
@@ -12,17 +12,20 @@ trainer is ready ("all initialize finished, ready to fit") and when step 1's met
 exits between two samples loses at most one interval of its CPU time; the kernel's exact account of the whole run
 (`wait4`, shut-down included) is kept beside them.
 
-With `--against COMMIT` that commit is checked out in a git worktree under the scratch folder and the rounds
-alternate between it and this checkout (PYTHONPATH points the same virtualenv at each tree in turn), so that a ratio
-is measured in one sitting on a machine whose speed moves from day to day.
+With `--against COMMIT[,COMMIT...]` each commit is checked out in a git worktree under the scratch folder and every
+round runs this checkout and then each commit (PYTHONPATH points the same virtualenv at each tree in turn, and each
+run starts in its tree, whose folder Ray's workers import from too), so that a ratio is measured in one sitting on a
+machine whose speed moves from day to day. verl's stock step runs from this checkout only.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -99,14 +102,17 @@ def sample_tree(root: psutil.Process, samples: dict[tuple[int, float], StartSamp
             continue
 
 
-def measure(run: StartRun, command: list[str], env: dict[str, str], folder: Path, every_s: float, timeout_s: float):
-    """Run `command` to its end, filling `run` with its start's times and CPU by role."""
+def measure(run: StartRun, command: list[str], tree: Path, folder: Path, every_s: float, timeout_s: float) -> None:
+    """Run `command` from `tree` to its end, filling `run` with its start's times and CPU by role."""
     folder.mkdir(parents=True, exist_ok=True)
     log, metrics = folder / "console.log", folder / "checkpoints" / "metrics.jsonl"
     samples: dict[tuple[int, float], StartSample] = {}
+    env = tree_env(tree)
     started = time.monotonic()
     with log.open("wb") as sink:
-        child = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        child = subprocess.Popen(
+            command, stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=tree, start_new_session=True
+        )
         root = psutil.Process(child.pid)
         done = threading.Event()
 
@@ -119,7 +125,8 @@ def measure(run: StartRun, command: list[str], env: dict[str, str], folder: Path
                 if run.step1_s is None and metrics.is_file() and metrics.read_text().strip():
                     run.step1_s, run.cpu_step1 = round(now, 1), by_role(samples)
                 if now > timeout_s:
-                    os.killpg(child.pid, 9)
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(child.pid, signal.SIGKILL)
                 done.wait(every_s)
 
         watcher = threading.Thread(target=watch, daemon=True)
@@ -191,7 +198,7 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
 def main(argv: list[str] | None = None) -> int:
     """Measure the starts, alternating trees and kinds, and write the JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--against", help="a commit to alternate with (measured in a git worktree)")
+    parser.add_argument("--against", default="", help="commits to alternate with, comma-separated (git worktrees)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of every tree and kind (default 2)")
     parser.add_argument("--kinds", default="medplay,stock", help="runs per round: medplay, stock (default both)")
     parser.add_argument("--every", type=float, default=0.3, help="seconds between samples of the process tree")
@@ -201,13 +208,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     work = args.work.resolve()
     data, model = prepare(work)
-    trees = {"this": ROOT, **({args.against: tree_of(args.against, work)} if args.against else {})}
-    envs = {name: tree_env(tree) for name, tree in trees.items()}
+    against = [commit for commit in args.against.split(",") if commit]
+    trees = {"this": ROOT, **{commit: tree_of(commit, work) for commit in against}}
     kinds = args.kinds.split(",")
     runs: list[StartRun] = []
     for number in range(1, args.rounds + 1):
-        for name in trees:
-            for kind in kinds:
+        for name, tree in trees.items():
+            for kind in kinds if name == "this" else [kind for kind in kinds if kind == "medplay"]:
                 run = StartRun(name, kind, number)
                 folder = work / "runs" / f"{number}-{name}-{kind}"
                 command = [
@@ -216,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"medplay.output_dir={folder}",
                     *KINDS[kind],
                 ]
-                measure(run, command, envs[name], folder, args.every, args.timeout)
+                measure(run, command, tree, folder, args.every, args.timeout)
                 runs.append(run)
                 print(
                     f"round {number} {name} {kind}: exit {run.returncode}, trainer ready {run.ready_s} s "
@@ -225,23 +232,25 @@ def main(argv: list[str] | None = None) -> int:
                     flush=True,
                 )
     table = medians(runs)
-    this, against = table.get("this/medplay", {}), table.get(f"{args.against}/medplay", {})
+    this, stock = table.get("this/medplay", {}), table.get("this/stock", {})
+    ratios: dict[str, float | None] = {
+        "ready_medplay_over_stock": ratio(this.get("ready_s"), stock.get("ready_s")),
+        "cpu_ready_medplay_over_stock": ratio(this.get("cpu_ready_s"), stock.get("cpu_ready_s")),
+    }
+    for commit in against:
+        other = table.get(f"{commit}/medplay", {})
+        ratios[f"cpu_ready_this_over_{commit}"] = ratio(this.get("cpu_ready_s"), other.get("cpu_ready_s"))
+        ratios[f"ready_this_over_{commit}"] = ratio(this.get("ready_s"), other.get("ready_s"))
+        ratios[f"step1_this_over_{commit}"] = ratio(this.get("step1_s"), other.get("step1_s"))
     report = {
         "what": "a cpu-smoke run's start to verl's trainer ready and to step 1, CPU seconds by process role",
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "commit": head_commit(),
-        "against": args.against,
+        "against": against,
         "host": {"platform": platform.platform(), "cpus": os.cpu_count(), "load_average_end": os.getloadavg()},
         "versions": stack_versions(),
         "medians": table,
-        "ratios": {
-            "cpu_ready_this_over_against": ratio(this.get("cpu_ready_s"), against.get("cpu_ready_s")),
-            "ready_this_over_against": ratio(this.get("ready_s"), against.get("ready_s")),
-            "ready_medplay_over_stock": ratio(this.get("ready_s"), table.get("this/stock", {}).get("ready_s")),
-            "cpu_ready_medplay_over_stock": ratio(
-                this.get("cpu_ready_s"), table.get("this/stock", {}).get("cpu_ready_s")
-            ),
-        },
+        "ratios": ratios,
         "runs": [{**asdict(run), "cpu_ready_s": run.cpu_ready_s, "cpu_step1_s": run.cpu_step1_s} for run in runs],
     }
     args.output.parent.mkdir(parents=True, exist_ok=True)
