@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -42,9 +41,8 @@ def apply_environment(env: dict[str, str]) -> None:
     os.environ.update(env)
     apply_warning_filters(env.get("PYTHONWARNINGS", ""))
     modules = env.get("VERL_USE_EXTERNAL_MODULES", "")
-    if modules and "verl" in sys.modules:
-        # verl's own import-time hook reads the variable as verl is imported; once it was, import them here. A process
-        # that has not imported verl (the launcher never does: task_runner/actor.py) is left without it.
+    if modules:
+        # verl's own import-time hook reads the variable only if verl was not imported yet: import them here too.
         from verl.utils.import_utils import import_external_libs
 
         import_external_libs(modules.split(","))

@@ -1,8 +1,5 @@
 """verl's V1 task runner, which registers medplay's trainer and advantage estimator in its own process first.
 
-`run_task_runner` is what the task runner's Ray actor (actor.py) runs: verl's `main_ppo` checks of the config
-(device, validation), which the launcher leaves to this process so that it never imports verl, then verl's V1 run.
-
 verl picks the trainer (`trainer.v1.trainer_mode: medplay_sync`) and the estimator
 (`algorithm.adv_estimator: reinforce_plus_plus_per_role`) by registered name inside the task runner's Ray actor,
 so that process alone imports them, instead of every verl process through the plugin (4–6 s of imports each on
@@ -20,6 +17,7 @@ from __future__ import annotations
 from pprint import pprint
 from typing import Any
 
+import ray
 from verl.trainer.main_ppo import TaskRunnerV1
 
 from medical_team.redaction import redacted
@@ -30,6 +28,7 @@ def print_redacted(value: Any, *args: Any, **kwargs: Any) -> None:
     pprint(redacted(value), *args, **kwargs)
 
 
+@ray.remote
 class SelfPlayTaskRunner(TaskRunnerV1.__ray_actor_class__):  # type: ignore[name-defined,misc]
     """verl's V1 task runner; `run` registers the trainer and estimator in the actor's process, then runs verl's."""
 
@@ -44,15 +43,3 @@ class SelfPlayTaskRunner(TaskRunnerV1.__ray_actor_class__):  # type: ignore[name
         verl_run = super().run
         verl_run.__func__.__globals__["pprint"] = print_redacted
         verl_run(config)
-
-
-def run_task_runner(config: Any) -> None:
-    """verl's `main_ppo.main` after composition, in the task runner's process: the device, the config's validation,
-    then the V1 run with medplay's trainer and estimator."""
-    from verl.trainer.ppo.utils import need_critic, need_reference_policy
-    from verl.utils.config import validate_config
-    from verl.utils.device import auto_set_device
-
-    auto_set_device(config)
-    validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
-    SelfPlayTaskRunner().run(config)

@@ -32,7 +32,7 @@ def test_the_plugin_imports_neither_verl_nor_medplays_pieces() -> None:
 
 def test_the_task_runner_registers_the_trainer_and_estimator_in_a_process_that_only_received_its_class() -> None:
     # Ray sends the actor's class by value (cloudpickle): the process that builds it imports no medplay module.
-    sent = cloudpickle.dumps(SelfPlayTaskRunner)
+    sent = cloudpickle.dumps(SelfPlayTaskRunner.__ray_actor_class__)
     registered = (
         "import pickle, sys\n"
         "runner = pickle.loads(sys.stdin.buffer.read())\n"
