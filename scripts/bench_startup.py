@@ -70,12 +70,14 @@ class StartRun:
     exact_cpu_s: float = 0.0  # the kernel's account of the whole run (wait4), its shut-down included
 
     @property
-    def cpu_ready_s(self) -> float:
-        return round(sum(self.cpu_ready.values()), 1)
+    def cpu_ready_s(self) -> float | None:
+        """CPU seconds of every process at trainer ready (None: never ready)."""
+        return round(sum(self.cpu_ready.values()), 1) if self.cpu_ready else None
 
     @property
-    def cpu_step1_s(self) -> float:
-        return round(sum(self.cpu_step1.values()), 1)
+    def cpu_step1_s(self) -> float | None:
+        """CPU seconds of every process at step 1 (None: no step 1)."""
+        return round(sum(self.cpu_step1.values()), 1) if self.cpu_step1 else None
 
 
 def by_role(samples: dict[tuple[int, float], StartSample]) -> dict[str, float]:

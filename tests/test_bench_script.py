@@ -8,28 +8,13 @@ Run: PYTHONPATH=$PWD:tests .venv/bin/python -m pytest -q tests/test_bench_script
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 from PIL import Image
+from script_modules import load_script
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
-
-
-def load_scaling():
-    """scripts/bench_scaling.py as when it runs: it imports bench and bench_runs from beside itself."""
-    if str(SCRIPTS) not in sys.path:
-        sys.path.append(str(SCRIPTS))
-    spec = importlib.util.spec_from_file_location("bench_scaling", SCRIPTS / "bench_scaling.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_scaling"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-scaling = load_scaling()
+scaling = load_script("bench_scaling")
 GAMES = (4, 16, 64)
 CAPS = (32, 128)
 

@@ -8,27 +8,13 @@ Run: PYTHONPATH=$PWD:tests .venv/bin/python -m pytest -q tests/test_soak_report.
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+from script_modules import load_script
 
-
-def load(name: str):
-    """scripts/NAME.py as the soak runs it: soak.py imports soak_report from beside itself."""
-    if str(SCRIPTS) not in sys.path:
-        sys.path.append(str(SCRIPTS))
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-soak = load("soak")
-report = load("soak_report")
+soak = load_script("soak")
+report = load_script("soak_report")
 # A process that does a fixed amount of work (~0.5 CPU s) for each line it reads, then says so.
 WORKER = "import sys\nfor _ in sys.stdin:\n    sum(range(30_000_000))\n    print('done', flush=True)\n"
 
