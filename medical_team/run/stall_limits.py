@@ -39,9 +39,10 @@ def wait_notice(progress: Progress, seconds: float, limit: float) -> str:
     """The sentence for a phase that has lasted `seconds` of its `limit`: what the run waits for, and how long."""
     usual = progress.usual_s()
     usually = f"usually {usual:.0f} s" if usual is not None else "no earlier duration"
+    known = PHASES.get(progress.phase)  # a record another release wrote may name a phase this one does not know
     return (
         f"step {progress.step} has been in {progress.phase} for {seconds:.0f} s ({usually}; a stall at "
-        f"{limit:.0f} s): waiting for {PHASES[progress.phase].waits_for}"
+        f"{limit:.0f} s): waiting for {known.waits_for if known else 'the processes of that phase'}"
     )
 
 

@@ -72,3 +72,4 @@ def test_a_long_wait_says_what_the_phase_waits_for() -> None:
     )
     assert "no earlier duration" in wait_notice(Progress(0, STARTUP, 0.0, None, 1, 1), 900.0, 1800.0)
     assert all(PHASES[phase].waits_for and PHASES[phase].does for phase in PHASES)
+    assert wait_notice(Progress(2, "tokenizing", 0.0, 1, 1, 1), 10.0, 20.0).endswith("waiting for the processes of that phase")
