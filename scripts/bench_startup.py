@@ -38,6 +38,7 @@ import psutil
 from bench import cpu_smoke_overrides, medplay, prepare
 from bench_runs import STOCK_OVERRIDES
 
+from medical_team.appended_lines import AppendedLines
 from medical_team.run.processes import process_kind
 from medical_team.stack import stack_versions
 
@@ -109,6 +110,7 @@ def measure(run: StartRun, command: list[str], tree: Path, folder: Path, every_s
     folder.mkdir(parents=True, exist_ok=True)
     log, metrics = folder / "console.log", folder / "checkpoints" / "metrics.jsonl"
     samples: dict[tuple[int, float], StartSample] = {}
+    logs = RunLogs(folder)
     env = tree_env(tree)
     started = time.monotonic()
     with log.open("wb") as sink:
@@ -122,7 +124,7 @@ def measure(run: StartRun, command: list[str], tree: Path, folder: Path, every_s
             while not done.is_set():
                 sample_tree(root, samples)
                 now = time.monotonic() - started
-                if run.ready_s is None and READY_LINE in _logs_text(folder):
+                if run.ready_s is None and logs.show(READY_LINE):
                     run.ready_s, run.cpu_ready = round(now, 1), by_role(samples)
                 if run.step1_s is None and metrics.is_file() and metrics.read_text().strip():
                     run.step1_s, run.cpu_step1 = round(now, 1), by_role(samples)
@@ -141,9 +143,18 @@ def measure(run: StartRun, command: list[str], tree: Path, folder: Path, every_s
     run.exact_cpu_s = round(usage.ru_utime + usage.ru_stime, 1)
 
 
-def _logs_text(folder: Path) -> str:
-    """The run's log files (where verl's start-up lines land) as one text."""
-    return "".join(path.read_text(errors="replace") for path in (folder / "logs").glob("train-*.log"))
+class RunLogs:
+    """The run's log files (where verl's start-up lines land), each read from where the last look stopped."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._files: dict[Path, AppendedLines] = {}
+
+    def show(self, text: str) -> bool:
+        """True once a line appended since the last look holds `text`."""
+        for path in self.folder.glob("logs/train-*.log"):
+            self._files.setdefault(path, AppendedLines(path))
+        return any(text in line for lines in self._files.values() for line in lines.read())
 
 
 def tree_of(commit: str, work: Path) -> Path:

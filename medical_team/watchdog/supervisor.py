@@ -158,12 +158,13 @@ class Watchdog:
                 continue
             quiet_since = max(progress.since, save.last_growth(progress))
             seconds, limit = time.time() - quiet_since, phase_limit(progress, self.run.settings)
-            if seconds > limit:
-                stall = Stall(progress.phase, progress.step, round(seconds, 1), round(limit, 1), progress.attempt)
-                return self._stalled(child, stall, progress, started)
+            # Said before a stall is acted on, even when one late poll finds the phase past both.
             if seconds > NOTICE_SHARE * limit and noticed != (progress.phase, progress.step, progress.since):
                 noticed = (progress.phase, progress.step, progress.since)
                 self._say_in_log(wait_notice(progress, seconds, limit), started)
+            if seconds > limit:
+                stall = Stall(progress.phase, progress.step, round(seconds, 1), round(limit, 1), progress.attempt)
+                return self._stalled(child, stall, progress, started)
 
     def _stalled(self, child: subprocess.Popen, stall: Stall, progress: Progress, started: float) -> Ending:
         """Record the stall, stop every process of the attempt, and say so."""

@@ -4,21 +4,13 @@ method writes its held file and waits for the release file before verl's method 
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
 import pytest
+from held_files import wait_for_file
 
 from medical_team.plugin.step_hold import hold_in_this_process
 from medical_team.run.phase_hold import HOLD_ENV
-
-
-def wait_for_file(path: Path, timeout_s: float = 60) -> None:
-    """Return once `path` exists."""
-    deadline = time.monotonic() + timeout_s
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} did not appear"
-        time.sleep(0.05)
 
 
 def test_the_nth_call_waits_for_the_release_file_after_saying_it_is_held(tmp_path: Path, monkeypatch) -> None:

@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from held_files import wait_for_file
 
 from medical_team.run.phase_hold import HOLD_ENV, PhaseHold, asked_hold
 
@@ -31,8 +32,7 @@ def test_only_the_held_call_waits_and_its_file_is_whole(tmp_path: Path) -> None:
     assert not hold.held.exists()
     call = threading.Thread(target=hold.at_call, args=(2,), daemon=True)
     call.start()
-    while not hold.held.exists():
-        call.join(timeout=0.01)
+    wait_for_file(hold.held)
     assert hold.held.read_text().startswith("update_actor's call 2 held until")  # never seen half written
     assert call.is_alive() and not list(tmp_path.glob(".held.*"))
     hold.release.touch()

@@ -4,20 +4,13 @@ trainer's own held phase (tests only, `MEDPLAY_INJECT_HOLD`) waits, so the watch
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
+
+from held_files import wait_for_file
 
 from medical_team.run.phase_hold import HOLD_ENV
 from medical_team.run.progress_record import progress_path, read_progress
 from medical_team.task_runner.phase_marks import PhaseMarks
-
-
-def wait_for_file(path: Path, timeout_s: float = 60) -> None:
-    """Return once `path` exists."""
-    deadline = time.monotonic() + timeout_s
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path} did not appear"
-        time.sleep(0.05)
 
 
 def test_the_nth_beginning_of_a_held_phase_waits_after_the_record_says_so(tmp_path: Path, monkeypatch) -> None:
