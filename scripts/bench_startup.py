@@ -120,15 +120,19 @@ def measure(run: StartRun, command: list[str], tree: Path, folder: Path, every_s
         root = psutil.Process(child.pid)
         done = threading.Event()
 
+        def look() -> float:
+            """Time trainer ready and step 1 once the run's files show them; the seconds since the start."""
+            now = time.monotonic() - started
+            if run.ready_s is None and logs.show(READY_LINE):
+                run.ready_s, run.cpu_ready = round(now, 1), by_role(samples)
+            if run.step1_s is None and metrics.is_file() and metrics.read_text().strip():
+                run.step1_s, run.cpu_step1 = round(now, 1), by_role(samples)
+            return now
+
         def watch() -> None:
             while not done.is_set():
                 sample_tree(root, samples)
-                now = time.monotonic() - started
-                if run.ready_s is None and logs.show(READY_LINE):
-                    run.ready_s, run.cpu_ready = round(now, 1), by_role(samples)
-                if run.step1_s is None and metrics.is_file() and metrics.read_text().strip():
-                    run.step1_s, run.cpu_step1 = round(now, 1), by_role(samples)
-                if now > timeout_s:
+                if look() > timeout_s:
                     with contextlib.suppress(ProcessLookupError):
                         os.killpg(child.pid, signal.SIGKILL)
                 done.wait(every_s)
@@ -138,6 +142,7 @@ def measure(run: StartRun, command: list[str], tree: Path, folder: Path, every_s
         _, status, usage = os.wait4(child.pid, 0)
         done.set()
         watcher.join()
+        look()  # what the run wrote between the watcher's last look and its exit
     run.returncode = os.waitstatus_to_exitcode(status)
     run.processes = len(samples)
     run.exact_cpu_s = round(usage.ru_utime + usage.ru_stime, 1)
