@@ -111,7 +111,9 @@ GPUS ?= $(if $(IS_CPU),,--gpus all)
 STOP_TIMEOUT ?= 720
 # The image's volumes (Dockerfile VOLUME), each mounted from $(VOLUMES)/NAME.
 VOLUME_NAMES := checkpoints models data logs cache
-DOCKER_RUN = $(ENGINE) run --rm $(GPUS) --ipc=host --stop-timeout $(STOP_TIMEOUT) \
+# SYS_PTRACE: a stall's record holds the Python stacks of the Ray head's workers too (py-spy traces them; they are
+# supervisord's, not the train step's, children: docs/reliability.md "A run that stops moving").
+DOCKER_RUN = $(ENGINE) run --rm $(GPUS) --ipc=host --cap-add SYS_PTRACE --stop-timeout $(STOP_TIMEOUT) \
 	$(foreach name,$(VOLUME_NAMES),-v $(abspath $(VOLUMES))/$(name):/$(name))
 
 # The image's user takes the host user's ids (files on the volumes stay theirs); root on the host gets 1000.

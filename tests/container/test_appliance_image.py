@@ -1,5 +1,5 @@
 """The built image, run for real in containers: the cpu flavour's pipeline on host volumes (then export and report),
-stop and resume, the shell on a terminal, a broken CSV, TensorBoard on the volume. `make test-image` builds the
+stop and resume, a held run that its watchdog restarts, the shell on a terminal, a broken CSV, TensorBoard on the volume. `make test-image` builds the
 image and runs these (minutes each; not in CI).
 
 Run by hand: MEDPLAY_TEST_IMAGE=medplay:cpu MEDPLAY_TEST_ENGINE="podman --runtime runc" \
@@ -25,9 +25,11 @@ import pytest
 from processes import free_ports
 from tensorboard_run import wait_until_shown, write_events
 from test_appliance_pipeline import write_broken_csv
+from watchdog_limits import SEEN_WITHIN_S, WATCHDOG
 
 from medical_team.reliability.stop_request import STOP_FILE
 from medical_team.run.phase_hold import HOLD_ENV
+from medical_team.run.watchdog_files import EVENTS_NAME, WATCHDOG_FOLDER
 
 IMAGE = os.environ.get("MEDPLAY_TEST_IMAGE", "")
 ENGINE = shlex.split(os.environ.get("MEDPLAY_TEST_ENGINE", "docker"))
@@ -75,8 +77,8 @@ def engine(*args: str, timeout: float = 60, check: bool = True) -> subprocess.Co
 
 
 def run_options(volumes: Volumes) -> list[str]:
-    """What `make train` passes: shared memory for Ray, the stop timeout, the volumes."""
-    return ["--ipc=host", "--stop-timeout", "720", *volumes.options()]
+    """What `make train` passes: shared memory for Ray, ptrace for a stall's stacks, the stop timeout, the volumes."""
+    return ["--ipc=host", "--cap-add", "SYS_PTRACE", "--stop-timeout", "720", *volumes.options()]
 
 
 def start(volumes: Volumes, *command: str) -> str:
@@ -181,6 +183,38 @@ def test_stop_during_step_two_saves_a_checkpoint_and_a_second_run_resumes(volume
     assert status == 0, output[-8000:]
     assert (volumes.checkpoints / "latest_checkpointed_iteration.txt").read_text().strip() == "3"
     assert steps_in(metrics) == [1, 2, 3]  # appended: resumed after step 2, not trained again from step 1
+
+
+def test_a_run_held_inside_the_container_is_seen_recorded_and_restarted_by_its_watchdog(volumes):
+    # The trainer's own reward computation sleeps in step 2 (tests only: medical_team/run/phase_hold.py) until the
+    # watchdog has restarted the run. py-spy reads the Ray workers, children of supervisord's Ray head, through the
+    # SYS_PTRACE that `make train` grants.
+    hold = f"{HOLD_ENV}=advantage@2:/logs/held-step-2:/logs/release-step-2"
+    name = start(volumes, "train", "profile=cpu-smoke", "trainer.total_training_steps=3", *WATCHDOG,
+                 "medplay.watchdog.max_restarts=1", f"+ray_kwargs.ray_init.runtime_env.env_vars.{hold}")  # fmt: skip
+    events = volumes.checkpoints / WATCHDOG_FOLDER / EVENTS_NAME
+    try:
+        deadline = time.monotonic() + 900
+        while not events.exists():  # nothing ends the sleep: the watchdog must
+            assert running(name) and time.monotonic() < deadline, "the watchdog did not restart the held run"
+            time.sleep(0.5)
+        (volumes.logs / "release-step-2").touch()  # the next attempt passes step 2
+    finally:
+        status, output = finish(name, timeout=1800)
+
+    assert status == 0, output[-8000:]
+    assert steps_in(volumes.checkpoints / "metrics.jsonl") == [1, 2, 3]  # every step once across the restart
+    (record,) = (volumes.checkpoints / "hangs").iterdir()
+    stall = json.loads((record / "stall.json").read_text())
+    assert (stall["phase"], stall["step"], stall["attempt"]) == ("advantage", 2, 1)
+    assert stall["limit_s"] <= stall["seconds"] <= stall["limit_s"] + SEEN_WITHIN_S
+    stacks = {path.name.split("-", 1)[1].removesuffix(".txt"): path for path in (record / "stacks").iterdir()}
+    for part in ("launcher", "task_runner", "fsdp_worker", "vllm_server", "vllm_engine_core", "agent_loop_worker"):
+        assert part in stacks, (part, sorted(stacks))
+    assert "phase_hold.py" in stacks["task_runner"].read_text()  # a Ray worker's Python stack, read through ptrace
+    assert stall["python_stacks_read"] >= 8, (record / "processes.txt").read_text()
+    assert f"the stacks of every process: /checkpoints/hangs/{record.name}; restarting from global_step_1" in output
+    assert json.loads(events.read_text().splitlines()[0])["event"] == "restart"
 
 
 def shell_on_a_terminal(volumes: Volumes) -> None:
