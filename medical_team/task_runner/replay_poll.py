@@ -1,7 +1,7 @@
 """How often a V1 step looks for finished games, and verl's sync replay buffer with that interval.
 
 medplay's trainer sets the interval on the buffer verl builds (`SelfPlayTrainer._build_replay_buffer`).
-verl's stock trainers get the same buffer through verl's sampler seam (`make bench` runs its stock step so):
+verl's stock trainers get the same buffer through verl's sampler seam (`medplay bench step` runs its stock step so):
 
     trainer.v1.sampler.custom_sampler.path=pkg://medical_team.task_runner.replay_poll
     trainer.v1.sampler.custom_sampler.name=QuickPollReplayBuffer
@@ -16,10 +16,7 @@ from typing import Any
 
 from verl.trainer.ppo.v1.replay_buffer import ReplayBuffer
 
-# verl's replay buffer sleeps 2 s between looks (`poll_interval`, not a config key in 0.9.1), so generation ends up
-# to a look late: on an H200, steps of 256 games with 135 M parameters spent 4.1 or 8.1 s in generation
-# (docs/results/ladder-gpu.md). A look is a few dictionary reads.
-REPLAY_POLL_S = 0.1
+from medical_team.run.replay_poll_interval import REPLAY_POLL_S
 
 
 class QuickPollReplayBuffer(ReplayBuffer):

@@ -72,6 +72,7 @@ from medical_team.reliability.step_commits import StepCommits
 from medical_team.run.benchmark_validation import benchmark_file, decoding_of
 from medical_team.run.failures import NO_TRAJECTORIES, AllTiesError, ResourceFloorError, all_ties_message
 from medical_team.run.learning_probe import probe_metrics
+from medical_team.run.replay_poll_interval import REPLAY_POLL_S
 from medical_team.run.roles import role_of_key
 from medical_team.run.settings import settings_from_trainer_config
 from medical_team.run.step_games import StepGame
@@ -80,7 +81,6 @@ from medical_team.task_runner.graceful_stop import end_after_this_step, honour_s
 from medical_team.task_runner.lora_export import export_lora
 from medical_team.task_runner.metrics_file import use_appending_file_logger
 from medical_team.task_runner.phase_marks import PhaseMarks
-from medical_team.task_runner.replay_poll import REPLAY_POLL_S
 from medical_team.task_runner.resource_record import ResourceRecord
 from medical_team.task_runner.step_rewards import add_to_row_rewards, step_deltas
 from medical_team.task_runner.tracking_config import use_redacting_tracking
