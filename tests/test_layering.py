@@ -1,11 +1,12 @@
 """The package's layers: models -> hardware -> data -> game -> judge -> reliability -> run -> watchdog -> plugin
--> judge_server -> agent_loop -> task_runner -> launcher -> evaluate -> cli, each importing only layers before it (models
-imports none).
+-> judge_server -> agent_loop -> task_runner -> launcher -> evaluate -> bench -> cli, each importing only layers before
+it (models imports none).
 
 Every `import` statement is read from the source (those inside functions too), so a lazy import
 that runs back up a layer is caught without running it; `from package import module` counts as importing that module.
 `evaluate` stands beside the Ray processes' code and the launcher, not on them: it reads checkpoints through
-`medical_team.checkpoint_folder` and `reliability`. The top-level modules (vocab, errors, console, stack,
+`medical_team.checkpoint_folder` and `reliability`. `bench` (the benchmarks behind `medplay bench`) starts runs
+as a user does, in processes of their own, and reads what they leave. The top-level modules (vocab, errors, console, stack,
 checkpoint_folder, judge_kinds, ...) sit below every layer; `models` (real and tiny models prepared offline, and model
 shapes) is the lowest layer and `hardware` (probe, memory plan) the next. Which process each folder's code runs in,
 and what one process's code may import of another's, is tests/test_worlds.py's. No module takes part in an import
@@ -40,6 +41,7 @@ LAYERS = (
     "task_runner",
     "launcher",
     "evaluate",
+    "bench",
     "cli",
 )
 # Layer -> the medplay layers it may import (top-level modules are open to all).

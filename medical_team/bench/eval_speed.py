@@ -7,9 +7,9 @@ prompts per `generate` call. Compared: generation seconds per note (eval.json's 
 model loading and vLLM's engine start are reported beside it (`load_s`), not counted.
 The target: vLLM at least 3x faster per note than transformers.
 
-Run: .venv/bin/python scripts/bench_eval.py [--limit 40] [--max-new-tokens 256] [--output build/bench_eval.json]
+Run: medplay bench eval [--limit 40] [--max-new-tokens 256] [--output build/bench_eval.json]
      [--only vllm]   (re-run one backend; the other's figures are read from the previous --output, marked reused)
-`make bench` runs it after scripts/bench.py.
+`make bench` runs it after `medplay bench step`.
 """
 
 from __future__ import annotations
@@ -18,13 +18,15 @@ import argparse
 import json
 import os
 import subprocess
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench_result import LoadSampler, generated_tokens, machine, medplay, write_result
+from medical_team.bench.commands import medplay_here
+from medical_team.bench.response_tokens import response_tokens
+from medical_team.bench.results import machine, write_result
+from medical_team.bench.samplers import LoadSampler
 
 TARGET_SPEEDUP = 3.0
 ENV_KEYS = ("VLLM_CPU_OMP_THREADS_BIND", "OMP_NUM_THREADS")
@@ -45,7 +47,7 @@ COMPARISON = (
 
 def run_backend(backend: str, model: Path, output: Path, args: argparse.Namespace) -> dict[str, Any]:
     """One `medplay eval` process; its generation time, load time and scores from eval.json, its wall time here."""
-    command = medplay(
+    command = medplay_here(
         "eval", "--model", str(model), "--output", str(output), "--backend", backend,
         "--limit", str(args.limit), "--max-new-tokens", str(args.max_new_tokens), "--batch-size", str(args.batch_size),
     )  # fmt: skip
@@ -57,7 +59,7 @@ def run_backend(backend: str, model: Path, output: Path, args: argparse.Namespac
     result = json.loads((output / "eval.json").read_text(encoding="utf-8"))
     seconds = result["generation"]["seconds"]
     notes = len(result["predictions"])
-    tokens = generated_tokens(model, output / "responses.jsonl")
+    tokens = response_tokens(model, output / "responses.jsonl")
     return {
         "notes": notes,
         "batching": BATCHING[backend].format(batch=args.batch_size),
@@ -78,23 +80,27 @@ def run_backend(backend: str, model: Path, output: Path, args: argparse.Namespac
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Prepare the model if needed, run each backend once, write the comparison."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", type=Path, default=Path("build/models/smollm2-135m"))
-    parser.add_argument("--limit", type=int, default=40)
-    parser.add_argument("--max-new-tokens", type=int, default=256)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`medplay bench eval`'s options."""
+    parser.add_argument(
+        "--model", type=Path, default=Path("build/models/smollm2-135m"), help="SmolLM2-135M (prepared if missing)"
+    )
+    parser.add_argument("--limit", type=int, default=40, help="notes evaluated (default 40)")
+    parser.add_argument("--max-new-tokens", type=int, default=256, help="token cap per answer (default 256)")
     parser.add_argument("--batch-size", type=int, default=16, help="transformers' prompts per generate call")
-    parser.add_argument("--work", type=Path, default=Path("build/bench/eval_backends"))
-    parser.add_argument("--output", type=Path, default=Path("build/bench_eval.json"))
+    parser.add_argument("--work", type=Path, default=Path("build/bench/eval_backends"), help="scratch folder")
+    parser.add_argument("--output", type=Path, default=Path("build/bench_eval.json"), help="result file")
     parser.add_argument(
         "--only", choices=BACKENDS, help="run only this backend; take the other's figures from --output"
     )
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Prepare the model if needed, run each backend once, write the comparison; 0 when vLLM meets its target."""
     # vLLM on CPU must not pin threads to cores it does not own (`medplay eval` sizes its KV cache itself).
     os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
     if not (args.model / "config.json").is_file():
-        subprocess.run(medplay("model", "prepare", "smollm2-135m", "--output", str(args.model)), check=True)
+        subprocess.run(medplay_here("model", "prepare", "smollm2-135m", "--output", str(args.model)), check=True)
     previous = json.loads(args.output.read_text(encoding="utf-8")) if args.only else {}
     runs = {}
     for backend in BACKENDS:
@@ -117,8 +123,12 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "environment": {key: os.environ[key] for key in ENV_KEYS if key in os.environ},
     }
-    return write_result(args.output, result)
+    rows = [
+        *((f"{backend} s per note", run["seconds_per_note"]) for backend, run in runs.items()),
+        *((f"{backend} generated tokens per s", run["generated_tokens_per_second"]) for backend, run in runs.items()),
+        ("vLLM speed-up per note", result["vllm_speedup_per_note"]),
+        ("vLLM speed-up per generated token", result["vllm_speedup_per_generated_token"]),
+        ("target speed-up (at least)", TARGET_SPEEDUP),
+    ]
+    return write_result(args.output, result, "`medplay eval`, vLLM against transformers", rows)
 
-
-if __name__ == "__main__":
-    sys.exit(main())

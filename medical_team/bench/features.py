@@ -1,6 +1,6 @@
-"""Measure verl's checkpoint system, profiler and weight sync on the cpu-smoke profile (figures for docs/verl-features.md).
+"""Benchmark: verl's checkpoint system, profiler and weight sync on the cpu-smoke profile (docs/verl-features.md).
 
-    .venv/bin/python scripts/bench_features.py        # after `make bench` (reuses build/bench/data and the tiny model)
+    medplay bench features            # after `make bench` (reuses build/bench/data and the tiny model)
 
 Run 1 trains 3 steps saving every step, with verl's torch profiler on step 2 of the actor; run 2
 resumes from it (resume_mode=auto) for one more step. Also counts how many prompt tokens the game's
@@ -11,16 +11,17 @@ prompts share (what vLLM's prefix cache can reuse) with the tiny tokenizer and, 
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
-import sys
 from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from bench import medplay, prepare
-from bench_runs import run_sampled
-
+from medical_team.bench.commands import medplay_script
+from medical_team.bench.gpu_policy import qwen3_tokenizer_dir
+from medical_team.bench.results import write_json
+from medical_team.bench.runs import run_sampled
+from medical_team.bench.table import print_result
+from medical_team.bench.training_runs import prepare
 from medical_team.evaluate.metrics_log import read_metrics
 
 
@@ -82,7 +83,7 @@ def checkpoint_and_profiler(work: Path, data: Path, model: Path, timeout_s: floa
     ]
     profile_dir = output / "profile"
     first = run_sampled(
-        medplay(
+        medplay_script(
             "train",
             *common,
             "trainer.total_training_steps=3",
@@ -105,7 +106,7 @@ def checkpoint_and_profiler(work: Path, data: Path, model: Path, timeout_s: floa
         else []
     )
     second = run_sampled(
-        medplay("train", *common, "trainer.total_training_steps=4", "trainer.resume_mode=auto"),
+        medplay_script("train", *common, "trainer.total_training_steps=4", "trainer.resume_mode=auto"),
         work / "features_run2.log",
         timeout_s,
     )
@@ -141,17 +142,17 @@ def _weight_sync(history) -> dict[str, Any] | None:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`medplay bench features`' options."""
+    parser.add_argument("--work", type=Path, default=Path("build/bench"), help="scratch folder (default build/bench)")
+    parser.add_argument("--output", type=Path, default=Path("build/bench_features.json"), help="result file")
+    parser.add_argument("--timeout", type=float, default=1200, help="seconds allowed per training run")
+
+
+def run(args: argparse.Namespace) -> int:
     """Run the measurements and write the JSON."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--work", type=Path, default=Path("build/bench"))
-    parser.add_argument("--output", type=Path, default=Path("build/bench_features.json"))
-    parser.add_argument("--timeout", type=float, default=1200)
-    args = parser.parse_args(argv)
     work = args.work.resolve()
     data, model = prepare(work)
-    from bench_gpu import qwen3_tokenizer_dir
-
     qwen3 = qwen3_tokenizer_dir()
     report = {
         "prefix_sharing": {
@@ -162,11 +163,19 @@ def main(argv: list[str] | None = None) -> int:
         },
         "checkpoint_profiler_resume": checkpoint_and_profiler(work, data, model, args.timeout),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"wrote {args.output}")
+    facts = write_json(args.output, report)
+    runs = report["checkpoint_profiler_resume"]
+    rows = [
+        ("run 1 (3 steps, save every step, profiler) exit", runs["run1_returncode"]),
+        ("run 1 wall s", runs["run1_wall_s"]),
+        ("save_checkpoint s", ", ".join(str(s) for s in runs["save_checkpoint_s"]) or None),
+        ("profiler trace files", len(runs["profiler_trace_files"])),
+        ("run 2 (resumed, 1 step) exit", runs["run2_returncode"]),
+        ("run 2 wall s", runs["run2_wall_s"]),
+        *(
+            (f"{role} prompt tokens shared (tiny tokenizer)", sharing["shared_share"])
+            for role, sharing in report["prefix_sharing"]["tiny_tokenizer"].items()
+        ),
+    ]
+    print_result("verl's checkpoints, profiler and weight sync on cpu-smoke", rows, facts, [args.output])
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

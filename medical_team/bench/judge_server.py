@@ -1,6 +1,6 @@
 """Benchmark: the judge server under load, a real `medplay judge serve` process driven by the real client (`HttpJudge`).
 
-    make bench-judge-server     (.venv/bin/python scripts/bench_judge_server.py --output build/bench-judge-server.json)
+    make bench-judge-server     (medplay bench judge-server --output build/bench-judge-server.json)
 
 1. soak: --calls one-game calls (50,000) at --in-flight (64) against the rules backend, the server's resident memory
    sampled every --sample-s seconds, its least-squares slope per 10,000 calls after --warmup-calls;
@@ -10,7 +10,7 @@
 4. model: --model-warmup calls, then a sweep and bursts against a tiny random Qwen3 judge built now and loaded by the
    server (`--backend hf`, one intra-op thread as cpu-smoke gives its served judge).
 
-Every call's games carry their number (tests/judge_load.py): each verdict must come back once, to its own game.
+Every call's games carry their number (judge_load.py): each verdict must come back once, to its own game.
 A model-judged game's verdict names no game (the random model writes no verdict), so each model call also carries a
 copy of its seed, which a rule settles with the game's tag. Exit 0 when every verdict came back once to its game,
 every 429 was retried, no request was judged twice (a try that failed but on a 429) and the soak's RSS slope is
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 from collections import Counter
@@ -29,16 +28,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench_judge_drive import SLOPE_CALLS, Progress, RssSampler, bursts, drive, say, sweep
-from bench_result import machine, write_result
-
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))  # the load test's helpers: the server process, the numbered games, the ledger
-
-from judge_load import Ledger, ServedJudge, game
-
+from medical_team.bench.judge_drive import SLOPE_CALLS, Progress, RssSampler, bursts, drive, say, sweep
+from medical_team.bench.judge_load import Ledger, ServedJudge, game
+from medical_team.bench.results import machine, write_result
 from medical_team.game.judging import JudgeVerdict
 from medical_team.judge.client import HttpJudge
+from medical_team.stack import git_commit
 
 RSS_SLOPE_TARGET_MIB = 1.0  # per 10,000 calls after warm-up: at most 100 MiB over a million calls
 
@@ -47,10 +42,9 @@ def _ints(text: str) -> list[int]:
     return [int(part) for part in text.split(",")]
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """The benchmark's options (defaults: about 8 minutes on 2 busy cores)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--output", type=Path, default=REPO / "build" / "bench-judge-server.json")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`medplay bench judge-server`'s options (defaults: about 8 minutes on 2 busy cores)."""
+    parser.add_argument("--output", type=Path, default=Path("build/bench-judge-server.json"), help="result file")
     parser.add_argument("--calls", type=int, default=50_000, help="soak: calls against the rules backend")
     parser.add_argument("--in-flight", type=int, default=64, help="soak: calls in flight")
     parser.add_argument("--sample-s", type=float, default=2.0, help="seconds between RSS samples")
@@ -64,7 +58,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--model-calls", type=int, default=60, help="model: calls at each point of its sweep")
     parser.add_argument("--model-bursts", type=int, default=8, help="model: bursts of twice --burst-cap calls")
     parser.add_argument("--model-tokens", type=int, default=16, help="model: tokens a verdict may take")
-    return parser.parse_args(argv)
 
 
 def rules_phases(args: argparse.Namespace, logs: Path) -> dict[str, Any]:
@@ -170,9 +163,8 @@ def _answered_once(facts: dict[str, Any]) -> bool:
     return facts["client_retries"] == facts["client_retried_429"] and facts["answered_200"] == facts["client_requests"]
 
 
-def main(argv: list[str] | None = None) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run the phases, then write the JSON; exit 0 when it meets its targets."""
-    args = parse_args(argv)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     load_at_start = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="bench-judge-") as scratch:
@@ -198,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "benchmark": "judge_server_load",
         "date": started,
-        "commit": _commit(),
+        "commit": git_commit(),
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "machine": machine(),
         "load_average_1_5_15_min": {"start": load_at_start, "end": os.getloadavg()},  # the machine is shared
@@ -209,17 +201,21 @@ def main(argv: list[str] | None = None) -> int:
         "checks": checks,
         "meets_target": all(checks.values()),
     }
-    return write_result(args.output, result)
+    return write_result(args.output, result, "the judge server under load", table_rows(result))
 
 
-def _commit() -> str:
-    """This tree's commit, `+` when it has changes."""
-    return _git("rev-parse", "--short", "HEAD") + ("+" if _git("status", "--porcelain") else "")
-
-
-def _git(*args: str) -> str:
-    return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=False).stdout.strip()
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def table_rows(result: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The soak's rate and RSS slope, the sweeps' rates, the bursts' 429s and every check."""
+    soak = result["rules"]["soak"]
+    rows: list[tuple[str, Any]] = [
+        ("soak calls per s", soak["calls_per_s"]),
+        (f"soak RSS slope MiB per {SLOPE_CALLS} calls", soak["rss"][f"slope_mib_per_{SLOPE_CALLS}_calls"]),
+        ("bursts answered 429", result["rules"]["bursts"]["server"]["answered_429"]),
+    ]
+    for part in ("rules", "model"):
+        rows += [
+            (f"{part}: calls per s at {point['in_flight']} in flight", point["calls_per_s"])
+            for point in result[part]["sweep"]
+        ]
+    rows += [(f"check: {name}", held) for name, held in result["checks"].items()]
+    return rows

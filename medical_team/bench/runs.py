@@ -1,35 +1,16 @@
-"""Helpers of scripts/bench.py and scripts/gpu_kit.py: the stock step's overrides, one training run in a subprocess
-while sampling its memory, and its metrics summarised."""
+"""One benchmarked run: a command in a subprocess, its process tree's memory sampled while it runs, the kernel's
+account of it when it exits, and the whole tree stopped when it overruns its time."""
 
 from __future__ import annotations
 
 import os
-import statistics
 import subprocess
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import psutil
-
-from medical_team.evaluate.metrics_log import read_metrics
-
-# verl's phase timers (`timing_s/<name>`) reported per phase; `gen` includes the agent loop's judge calls.
-PHASES = ("gen", "reward", "old_log_prob", "ref", "adv", "update_actor", "update_weights")
-# verl's stock single-turn GRPO step, which the self-play step is compared with (scripts/bench.py, the GPU kit's
-# bench phase): verl's own agent loop and manager, the `grpo` estimator and the stock `sync` V1 trainer. Its replay
-# buffer looks for finished rows as often as medplay's (verl's sampler seam, medical_team/task_runner/replay_poll.py):
-# with verl's 2 s poll the comparison measured the poll, not the step.
-STOCK_OVERRIDES = (
-    "actor_rollout_ref.rollout.agent.default_agent_loop=single_turn_agent",
-    "actor_rollout_ref.rollout.agent.agent_loop_manager_class=null",
-    "algorithm.adv_estimator=grpo",
-    "trainer.v1.trainer_mode=sync",
-    "trainer.v1.sampler.custom_sampler.path=pkg://medical_team.task_runner.replay_poll",
-    "trainer.v1.sampler.custom_sampler.name=QuickPollReplayBuffer",
-)
 
 
 @dataclass(frozen=True)
@@ -122,47 +103,3 @@ def _kill_tree(process: psutil.Process, exited: threading.Event, grace_s: float 
             member.kill()  # psutil refuses a process id that another process took since
         except psutil.Error:
             continue
-
-
-def _median(values: list[float]) -> float | None:
-    """Median of the values, or None when there are none."""
-    return statistics.median(values) if values else None
-
-
-def summarise_metrics(metrics_file: Path, skip_steps: int) -> dict[str, Any]:
-    """Median per-step figures from verl's metrics JSONL, leaving out the first `skip_steps` (warm-up) steps."""
-    history = read_metrics(metrics_file)
-    kept = history.steps[skip_steps:] or history.steps
-
-    def median_of(name: str) -> float | None:
-        steps, values = history.series(name)
-        return _median([v for s, v in zip(steps, values) if s in kept])
-
-    _, reserved = history.series("actor/perf/max_memory_reserved_gb")
-    judge_calls, judge_latency = median_of("judge/calls"), median_of("judge/latency_s")
-    untimed = [
-        row["timing_s/step"] - sum(row.get(f"timing_s/{phase}", 0.0) for phase in PHASES)
-        for step, row in history.rows.items()
-        if step in kept and "timing_s/step" in row
-    ]
-    return {
-        "steps_logged": len(history.steps),
-        "peak_device_memory_reserved_gib": max(reserved) if reserved else None,
-        "steps_measured": kept,
-        "step_s": median_of("timing_s/step"),
-        "phase_s": {phase: median_of(f"timing_s/{phase}") for phase in PHASES},
-        "outside_phases_s": _median(untimed),  # step time no phase timer covers (metrics, buffer waits)
-        "tokens_per_step": median_of("perf/total_num_tokens"),
-        "tokens_per_s": median_of("perf/throughput"),
-        "samples_attacker": median_of("samples/attacker"),
-        "samples_assessor": median_of("samples/assessor"),
-        "judge_latency_s": judge_latency,
-        "judge_calls": judge_calls,
-        # One judge invocation per adversarial game; they overlap inside timing_s/gen, so this is an upper bound.
-        "judge_s_per_step": judge_calls * judge_latency
-        if judge_calls is not None and judge_latency is not None
-        else None,
-        "games": median_of("game/games"),
-        "response_length_mean": median_of("response_length/mean"),
-        "prompt_length_mean": median_of("prompt_length/mean"),
-    }

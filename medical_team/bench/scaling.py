@@ -1,11 +1,11 @@
 """Benchmark: a training step's cost against the work, medplay's self-play step beside verl's stock step, on the CPU.
 
-    .venv/bin/python scripts/bench.py --scaling          # `make bench-scaling`: games 4 16 64 x caps 32 128, 4 steps
-    .venv/bin/python scripts/bench.py --scaling --games 4 8 --caps 32 --steps 3   # a quick check of the plumbing
+    medplay bench scaling             # `make bench-scaling`: games 4 16 64 x caps 32 128, 4 steps
+    medplay bench scaling --games 4 8 --caps 32 --steps 3   # a quick check of the plumbing
 
 Every point is two fresh runs of the real verl trainer on the cpu-smoke profile (the tiny random Qwen3, the rules
-judge; the data and model `make bench` prepares): the self-play step, then verl's stock single-turn GRPO step
-(scripts/bench_runs.py's STOCK_OVERRIDES), at `data.train_batch_size` = games per step and
+judge; the data and model `medplay bench step` prepares): the self-play step, then verl's stock single-turn GRPO step
+(stock_step.py's STOCK_OVERRIDES), at `data.train_batch_size` = games per step and
 `data.max_response_length` = `actor_rollout_ref.rollout.response_length` = the response cap; the rest is cpu-smoke
 as shipped (mini-batches of 4 games, so a step of 64 games makes 16 optimizer updates; vLLM decodes 16 sequences
 at once). Figures are medians over the steps after the first (`--skip 1`; verl's `timing_s/step` and `/<phase>`).
@@ -17,21 +17,20 @@ over every point, step = fixed + games x (per_game + per_game_token x cap). Writ
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
-import sys
 import time
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from bench import add_run_arguments, cpu_smoke_overrides, prepare, train_run
-from bench_runs import PHASES, STOCK_OVERRIDES
-
+from medical_team.bench.metric_medians import PHASES
+from medical_team.bench.results import write_json
+from medical_team.bench.stock_step import STOCK_OVERRIDES
+from medical_team.bench.table import print_result
+from medical_team.bench.training_runs import add_run_arguments, cpu_smoke_overrides, prepare, train_run
+from medical_team.errors import UserInputError
 from medical_team.reliability.resources import line
-from medical_team.stack import stack_versions
 
 KINDS: dict[str, tuple[str, ...]] = {"selfplay": (), "stock": STOCK_OVERRIDES}
 GAMES = (4, 16, 64)
@@ -85,6 +84,8 @@ def point_figures(run: dict[str, Any]) -> dict[str, Any]:
 
 def line_fit(games: list[int], seconds: list[float]) -> dict[str, Any]:
     """Least squares of seconds = fixed + per_game x games, its R² and residuals; None figures below two sizes."""
+    import numpy as np
+
     if len(set(games)) < 2:
         return {"fixed_s": None, "per_game_s": None, "r2": None, "residuals_s": None}
     per_game, fixed = line(games, seconds)
@@ -107,6 +108,8 @@ def marginal_per_game(games: list[int], seconds: list[float]) -> list[float]:
 
 def joint_fit(points: list[dict[str, Any]]) -> dict[str, Any]:
     """Least squares over every cap of one kind: step = fixed + games x (per_game + per_game_token x cap)."""
+    import numpy as np
+
     usable = [p for p in points if p["step_s"] is not None]
     if len({p["games"] for p in usable}) < 2 or len({p["cap"] for p in usable}) < 2:
         return {"fixed_s": None, "per_game_s": None, "per_game_token_s": None, "why": "needs two sizes and two caps"}
@@ -195,19 +198,30 @@ def plot_scaling(report: dict[str, Any], path: Path) -> None:
         plt.close(figure)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Measure every point, fit, and write the JSON and the PNG."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def games_per_step(text: str) -> int:
+    """A --games value: verl refuses a batch of games that is not a multiple of cpu-smoke's mini-batch."""
+    games = int(text)
+    if games % MINI_BATCH or games < MINI_BATCH:
+        raise argparse.ArgumentTypeError(f"each must be a multiple of cpu-smoke's ppo_mini_batch_size, {MINI_BATCH}")
+    return games
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`medplay bench scaling`'s options."""
     add_run_arguments(parser, Path("build/bench_scaling.json"), steps=4, skip=1)
-    parser.add_argument("--games", type=int, nargs="+", default=list(GAMES), help="games per step (default 4 16 64)")
+    parser.add_argument(
+        "--games", type=games_per_step, nargs="+", default=list(GAMES), help="games per step (default 4 16 64)"
+    )
     parser.add_argument("--caps", type=int, nargs="+", default=list(CAPS), help="response caps (default 32 128)")
     parser.add_argument("--plot", type=Path, help="the PNG (default: the result file's, .png)")
-    args = parser.parse_args(argv)
-    if any(games % MINI_BATCH or games < MINI_BATCH for games in args.games):
-        parser.error(f"--games: each must be a multiple of cpu-smoke's ppo_mini_batch_size, {MINI_BATCH}")
-    if args.steps <= args.skip:
-        parser.error(f"--steps: more than --skip ({args.skip}), the warm-up steps left out of the medians")
 
+
+def run(args: argparse.Namespace) -> int:
+    """Measure every point, fit, and write the JSON and the PNG; 0 when every run finished."""
+    from medical_team.stack import stack_versions
+
+    if args.steps <= args.skip:
+        raise UserInputError(f"--steps {args.steps}: must be more than --skip ({args.skip}), the warm-up steps")
     started = time.time()
     points = measure(args)
     report = {
@@ -224,13 +238,12 @@ def main(argv: list[str] | None = None) -> int:
         "points": points,
     }
     plot = args.plot or args.output.with_suffix(".png")
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
+    facts = write_json(args.output, report)
     plot_scaling(report, plot)
-    print(json.dumps({kind: fit["joint"] for kind, fit in report["fits"].items()}))
-    print(f"wrote {args.output} and {plot}")
+    rows = [
+        (kind, joint["fixed_s"], joint["per_game_s"], joint["per_game_token_s"])
+        for kind, joint in ((kind, fit["joint"]) for kind, fit in report["fits"].items())
+    ]
+    header = ("step", "fixed s", "s per game", "s per game-token")
+    print_result("a step's cost against the work (one fit over every point)", rows, facts, [args.output, plot], header)
     return 0 if all(point["run"]["returncode"] == 0 for point in points) else 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
-"""`make soak`: the real trainer on CPU for a thousand steps, SIGKILLed twice and resumed, every process watched.
+"""`medplay bench soak` (`make soak`): the real trainer on CPU for a thousand steps, SIGKILLed twice and resumed.
 
-    .venv/bin/python scripts/soak.py [--steps 1000] [--kills 2] [--seed N] [--report docs/results/soak-cpu]
+    medplay bench soak [--steps 1000] [--kills 2] [--seed N] [--report docs/results/soak-cpu]
 
 Runs `medplay train profile=cpu-smoke` with checkpoints every `--save-freq` steps and `--keep` of them kept. At
 `--kills` steps drawn at random (the seed is recorded), the whole process tree gets SIGKILL at once, as when a
@@ -26,23 +26,23 @@ import random
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import psutil
-import soak_report
-from bench_result import machine
 
+from medical_team.bench import soak_figures
+from medical_team.bench.commands import MEDPLAY
+from medical_team.bench.results import machine
+from medical_team.bench.table import print_result
 from medical_team.checkpoint_folder import read_tracker, step_dirs
 from medical_team.metrics_records import parse_record
 from medical_team.reliability.checkpoints import damage, has_manifest, is_complete
 from medical_team.run.processes import MIB, sample_processes
 from medical_team.run.shm_segments import remove_orphaned_segments, shm_segments
 
-MEDPLAY = str(Path(sys.executable).with_name("medplay"))
 STALL_S = 900  # no new step for this long (start-up included) ends the soak: a hang, not a slow machine
 
 
@@ -299,23 +299,21 @@ def kill_steps(args: argparse.Namespace, rng: random.Random) -> list[int]:
             return chosen
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    """The soak's options."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=1000)
-    parser.add_argument("--kills", type=int, default=2)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`medplay bench soak`'s options."""
+    parser.add_argument("--steps", type=int, default=1000, help="training steps (default 1000)")
+    parser.add_argument("--kills", type=int, default=2, help="SIGKILLs of the whole run, each resumed (default 2)")
     parser.add_argument("--seed", type=int, default=None, help="the kill steps' seed (default: drawn and recorded)")
-    parser.add_argument("--save-freq", type=int, default=50)
+    parser.add_argument("--save-freq", type=int, default=50, help="trainer.save_freq (default 50)")
     parser.add_argument("--keep", type=int, default=2, help="trainer.max_actor_ckpt_to_keep")
     parser.add_argument("--epochs", type=int, default=100, help="trainer.total_epochs: enough for --steps")
-    parser.add_argument("--sample-s", type=float, default=5.0)
+    parser.add_argument("--sample-s", type=float, default=5.0, help="seconds between samples of the processes")
     parser.add_argument("--warmup-steps", type=int, default=150, help="steps after each start left out of slopes")
-    parser.add_argument("--work", type=Path, default=Path("build/soak"))
-    parser.add_argument("--report", type=Path, default=Path("docs/results/soak-cpu"))
+    parser.add_argument("--work", type=Path, default=Path("build/soak"), help="scratch folder (deleted first)")
+    parser.add_argument(
+        "--report", type=Path, default=Path("docs/results/soak-cpu"), help="folder of soak.json and PNGs; page beside"
+    )
     parser.add_argument("--override", action="append", default=[], help="one more `medplay train` override")
-    args = parser.parse_args(argv)
-    args.work = args.work.resolve()
-    return args
 
 
 def exit_on_sigterm(signum: int, _frame: object) -> None:
@@ -323,9 +321,9 @@ def exit_on_sigterm(signum: int, _frame: object) -> None:
     raise SystemExit(128 + signum)
 
 
-def main(argv: list[str] | None = None) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run the soak, check it, write the report; 0 when the run's own checks held."""
-    args = parse_args(argv)
+    args.work = args.work.resolve()
     signal.signal(signal.SIGTERM, exit_on_sigterm)
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
     kills = kill_steps(args, random.Random(seed))
@@ -342,7 +340,7 @@ def main(argv: list[str] | None = None) -> int:
         if soak.problems and segment.killed_after_step is None:
             break
     end = check_end(args, soak) if not soak.problems else {}
-    result = soak_report.analyse(
+    result = soak_figures.analyse(
         soak.samples, soak.step_seconds, soak.step_cpu_seconds, [asdict(s) for s in soak.segments], args
     )
     document = {
@@ -357,11 +355,18 @@ def main(argv: list[str] | None = None) -> int:
         "step_cpu_seconds": soak.step_cpu_seconds,
         "samples": soak.samples,
     }
-    soak_report.write(args.report, document)
+    facts, written = soak_figures.write(args.report, document)
     for problem in soak.problems:
         print(f"soak: PROBLEM: {problem}", flush=True)
+    step_time = result["step_time"]
+    rows = [
+        ("steps", args.steps),
+        ("SIGKILLed after steps", ", ".join(str(step) for step in kills) or "none"),
+        ("step time s, first tenth of the steps", step_time.get("first_tenth_median_s")),
+        ("step time s, last tenth of the steps", step_time.get("last_tenth_median_s")),
+        ("the run's private memory, MiB per 100 steps", result["run_anon_mib_per_100_steps"]),
+        ("problems", len(soak.problems)),
+    ]
+    print_result("the soak: a long run, killed and resumed", rows, facts, written[:2])
     return 1 if soak.problems else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""The soak's figures (scripts/soak.py): slopes per 100 steps after warm-up, step time, a PNG per series, the page.
+"""The soak's figures (`medplay bench soak`): slopes per 100 steps after warm-up, step time, a PNG per series, the page.
 
 A slope is a least-squares fit of a value against the step, within each process's life (the runs between kills
 have other processes, so each process's own series is centred on its mean and the series of one part are pooled):
@@ -13,16 +13,16 @@ them, and its slope is the one those allocations cannot tilt.
 
 from __future__ import annotations
 
-import json
 import statistics
-import subprocess
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from medical_team.bench.results import write_json
 from medical_team.reliability.resources import slope
+from medical_team.stack import git_commit
 
 PER = 100  # slopes are per this many steps
 SERIES = ("rss_mib", "anon_mib", "open_files", "threads")
@@ -218,17 +218,6 @@ def _by_run(samples: list[dict[str, Any]], value) -> dict[str, list[tuple[float,
     return {f"run {index}": points for index, points in enumerate(run_series(samples, value))}
 
 
-def _commit() -> str:
-    """The checkout's commit (with `+dirty` when it has changes)."""
-    head = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, check=False
-    )
-    return head + ("+dirty" if dirty.stdout.strip() else "")
-
-
 def _number(value: Any) -> str:
     return "n/a" if value is None else f"{value:+.2f}" if isinstance(value, float) else str(value)
 
@@ -242,7 +231,8 @@ def page(document: dict[str, Any], folder_name: str, pictures: list[str]) -> str
         + ", every process watched",
         "",
         (
-            f"Written by `scripts/soak.py` (`make soak`) on {document['date']}, commit `{document['commit']}`, machine "
+            f"Written by `medplay bench soak` (`make soak`) on {document['date']}, commit `{document['commit']}`, "
+            "machine "
             f"{document['machine']}. Command: `{' '.join(settings['command'])}`; SIGKILL of the whole tree after steps "
             f"{[s['killed_after_step'] for s in document['segments'] if s['killed_after_step']]} (seed {settings['seed']}), "
             f"each run resumed; {document['seconds']:.0f} s in all. Figures: `{folder_name}/soak.json`; pictures below."
@@ -318,10 +308,11 @@ def page(document: dict[str, Any], folder_name: str, pictures: list[str]) -> str
     return "\n".join(lines) + "\n"
 
 
-def write(folder: Path, document: dict[str, Any]) -> None:
-    """soak.json and the PNGs into `folder`, the page beside it as `<folder>.md`."""
-    folder.mkdir(parents=True, exist_ok=True)
-    document = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": _commit(), **document}
-    (folder / "soak.json").write_text(json.dumps(document, separators=(",", ":")) + "\n")
+def write(folder: Path, document: dict[str, Any]) -> tuple[dict[str, Any], list[Path]]:
+    """soak.json and the PNGs into `folder`, the page beside it as `<folder>.md`; the provenance and the files."""
+    document = {"date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"), "commit": git_commit(), **document}
+    facts = write_json(folder / "soak.json", document, indent=None)
     pictures = plot_all(folder, document)
-    folder.with_suffix(".md").write_text(page(document, folder.name, pictures))
+    markdown = folder.with_suffix(".md")
+    markdown.write_text(page(document, folder.name, pictures))
+    return facts, [folder / "soak.json", markdown, *(folder / name for name in pictures)]

@@ -1,11 +1,11 @@
 """Benchmark: what a CPU run's start costs, from `medplay train` to verl's trainer ready and to step 1, by process role.
 
-    .venv/bin/python scripts/bench_startup.py                       # `make bench-startup`; build/bench_startup.json
-    .venv/bin/python scripts/bench_startup.py --against 94ed7fe,9f9541b --rounds 2   # alternating with commits
+    medplay bench startup                                   # `make bench-startup`; build/bench_startup.json
+    medplay bench startup --against 94ed7fe,9f9541b --rounds 2   # alternating with commits
 
 Each run is `medplay train` on the cpu-smoke profile (the tiny model built once, the bundled data converted once) to
 its first step, no checkpoints. Two kinds of run: medplay's self-play, and verl's stock single-turn step started the
-same way (`STOCK_OVERRIDES`: verl's agent loop, manager, estimator and trainer; scripts/bench_runs.py). While a run
+same way (`STOCK_OVERRIDES`: verl's agent loop, manager, estimator and trainer; stock_step.py). While a run
 starts, every process under it is sampled every `--every` seconds (psutil: its role from its command line or process
 title, medical_team/run/processes.py, and its CPU seconds); the sums by role are taken when the log says verl's
 trainer is ready ("all initialize finished, ready to fit") and when step 1's metrics line is written. A process that
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import platform
 import signal
@@ -35,16 +34,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import psutil
-from bench import cpu_smoke_overrides, medplay, prepare
-from bench_runs import STOCK_OVERRIDES
 
 from medical_team.appended_lines import AppendedLines
+from medical_team.bench.commands import medplay_script
+from medical_team.bench.results import write_json
+from medical_team.bench.stock_step import STOCK_OVERRIDES
+from medical_team.bench.table import print_result
+from medical_team.bench.training_runs import cpu_smoke_overrides, prepare
 from medical_team.run.processes import process_kind
-from medical_team.stack import stack_versions
+from medical_team.stack import SOURCE_ROOT, git_commit, stack_versions
 
 READY_LINE = "all initialize finished, ready to fit"  # verl's last start-up line (launcher/startup.py)
 KINDS = {"medplay": (), "stock": STOCK_OVERRIDES}
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = SOURCE_ROOT  # the checkout (or the installed package's folder) that `--against` alternates with
 
 
 @dataclass
@@ -203,19 +205,13 @@ def medians(runs: list[StartRun]) -> dict[str, dict[str, float | None]]:
     return table
 
 
-def head_commit() -> str:
-    """This checkout's commit, short."""
-    command = ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"]
-    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
-
-
 def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    """numerator / denominator to three places, or None when either is unknown."""
     return round(numerator / denominator, 3) if numerator and denominator else None
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Measure the starts, alternating trees and kinds, and write the JSON."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`medplay bench startup`'s options."""
     parser.add_argument("--against", default="", help="commits to alternate with, comma-separated (git worktrees)")
     parser.add_argument("--rounds", type=int, default=2, help="rounds of every tree and kind (default 2)")
     parser.add_argument("--kinds", default="medplay,stock", help="runs per round: medplay, stock (default both)")
@@ -223,7 +219,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=Path("build/bench-startup"), help="scratch folder")
     parser.add_argument("--output", type=Path, default=Path("build/bench_startup.json"), help="result file")
     parser.add_argument("--timeout", type=float, default=900, help="seconds allowed per run")
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Measure the starts, alternating trees and kinds, and write the JSON; 0 when every run finished."""
     work = args.work.resolve()
     data, model = prepare(work)
     against = [commit for commit in args.against.split(",") if commit]
@@ -236,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
                 run = StartRun(name, kind, number)
                 folder = work / "runs" / f"{number}-{name}-{kind}"
                 command = [
-                    *medplay("train"),
+                    *medplay_script("train"),
                     *cpu_smoke_overrides(data, model, 1),
                     f"medplay.output_dir={folder}",
                     *KINDS[kind],
@@ -263,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     report = {
         "what": "a cpu-smoke run's start to verl's trainer ready and to step 1, CPU seconds by process role",
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "commit": head_commit(),
+        "commit": git_commit(ROOT),
         "against": against,
         "host": {"platform": platform.platform(), "cpus": os.cpu_count(), "load_average_end": os.getloadavg()},
         "versions": stack_versions(),
@@ -271,17 +270,13 @@ def main(argv: list[str] | None = None) -> int:
         "ratios": ratios,
         "runs": [{**asdict(run), "cpu_ready_s": run.cpu_ready_s, "cpu_step1_s": run.cpu_step1_s} for run in runs],
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
-    print("| tree/kind | trainer ready | CPU s to ready | step 1 | CPU s to step 1 | runs |")
-    print("|---|---|---|---|---|---|")
-    for key, row in table.items():
-        cells = (key, f"{row['ready_s']} s", row["cpu_ready_s"], f"{row['step1_s']} s", row["cpu_step1_s"], row["runs"])
-        print("| " + " | ".join(str(cell) for cell in cells) + " |")
-    print(json.dumps(report["ratios"]))
-    print(f"wrote {args.output}")
+    facts = write_json(args.output, report)
+    rows = [
+        (key, row["ready_s"], row["cpu_ready_s"], row["step1_s"], row["cpu_step1_s"], row["runs"])
+        for key, row in table.items()
+    ]
+    rows += [(name, value, "", "", "", "") for name, value in ratios.items()]
+    header = ("tree/kind", "trainer ready s", "CPU s to ready", "step 1 s", "CPU s to step 1", "runs")
+    print_result("a cpu-smoke run's start, by tree and kind (medians)", rows, facts, [args.output], header)
     return 0 if all(run.returncode == 0 for run in runs) else 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())

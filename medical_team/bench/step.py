@@ -1,15 +1,15 @@
 """Benchmark: a self-play training step against verl's stock single-turn GRPO step, same tiny model, batch and lengths.
 
-    .venv/bin/python scripts/bench.py                 # `make bench`; writes build/bench.json
-    .venv/bin/python scripts/bench.py --steps 6 --skip 2 --output build/bench.json
-    .venv/bin/python scripts/bench.py --steps 3 --skip 1 --no-served-judge   # the two step runs only (the test's)
-    .venv/bin/python scripts/bench.py --scaling       # `make bench-scaling`: the step against the work (bench_scaling.py)
+    medplay bench step                # `make bench`; writes build/bench.json
+    medplay bench step --steps 6 --skip 2 --output build/bench.json
+    medplay bench step --steps 3 --skip 1 --no-served-judge   # the two step runs only (the test's)
+    medplay bench scaling             # `make bench-scaling`: the step against the work (scaling.py)
 
 Both runs are the real verl trainer on the cpu-smoke profile (configs/profile/cpu-smoke.yaml), built
 from the same composed config; the stock run only swaps in verl's own pieces: the `single_turn_agent`
 agent loop, verl's agent-loop manager, the `grpo` estimator and the stock `sync` V1 trainer. Its reward
 is the assessor reward function (`reward.custom_reward_function`). Both replay buffers look for finished
-rows every 0.1 s (the stock one through verl's sampler seam: scripts/bench_runs.py), so neither step waits
+rows every 0.1 s (the stock one through verl's sampler seam: stock_step.py), so neither step waits
 on verl's 2 s poll. A self-play game trains up to two rows (attacker and assessor) where the stock step
 trains one, so the two are compared per token: seconds of a step per token it generated, and per token it
 trained on. Figures are medians over the steps
@@ -25,19 +25,19 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from bench_runs import STOCK_OVERRIDES, run_sampled, summarise_metrics
-
-from medical_team.launcher.served_judge_process import STAGE as JUDGE_STAGE
+from medical_team.bench.commands import medplay_script
+from medical_team.bench.results import write_json
+from medical_team.bench.step_figures import generated_tokens, per_second, per_token, quotient, samples_per_step
+from medical_team.bench.stock_step import STOCK_OVERRIDES
+from medical_team.bench.table import print_result
+from medical_team.bench.training_runs import add_run_arguments, cpu_smoke_overrides, prepare, train_run
 from medical_team.launcher.startup import ready_stages
-from medical_team.stack import stack_versions
-from medical_team.task_runner.replay_poll import REPLAY_POLL_S
+from medical_team.run.replay_poll_interval import REPLAY_POLL_S
 
 # Per generated token the self-play step may cost at most 10 % more than verl's stock single-turn step.
 TARGET_RATIO = 1.1
@@ -50,79 +50,10 @@ COMPARISON = (
 )
 
 
-def medplay(*args: str) -> list[str]:
-    """The command line of the `medplay` CLI installed next to this interpreter."""
-    return [str(Path(sys.executable).parent / "medplay"), *args]
-
-
-def prepare(work: Path) -> tuple[Path, Path]:
-    """The converted data folder and the tiny model folder shared by both runs (built once)."""
-    data, model = work / "data", work / "tiny-qwen3"
-    if not (data / "train.parquet").is_file():
-        subprocess.run(medplay("convert", "--output", str(data)), check=True, stdout=subprocess.DEVNULL)
-    if not (model / "config.json").is_file():
-        from medical_team.models.tiny import build_tiny_model
-
-        build_tiny_model(model)
-    return data, model
-
-
-def train_run(name: str, work: Path, common: list[str], extra: tuple[str, ...], timeout_s: float, skip: int) -> dict:
-    """One fresh training run; its exit status, wall time, peak memory and metric medians."""
-    output = work / name
-    shutil.rmtree(output, ignore_errors=True)
-    load_before = os.getloadavg()
-    run = run_sampled(
-        medplay("train", *common, f"medplay.output_dir={output}", *extra), work / f"{name}.log", timeout_s
-    )
-    result: dict[str, Any] = {
-        "returncode": run.returncode,
-        "wall_s": round(run.wall_s, 1),
-        "peak_rss_mib": round(run.peak_rss_mib),
-        "load_average_before": [round(x, 2) for x in load_before],
-        "log": str(run.log),
-        "overrides": [*common, *extra],
-    }
-    metrics = output / "checkpoints" / "metrics.jsonl"
-    if run.returncode == 0 and metrics.is_file():
-        result.update(summarise_metrics(metrics, skip))
-    else:
-        result["error"] = f"training exited with status {run.returncode}; see {run.log}"
-    return result
-
-
-def per_second(count: float | None, seconds: float | None) -> float | None:
-    """count / seconds, or None when either is unknown."""
-    return round(count / seconds, 3) if count and seconds else None
-
-
-def per_token(step_s: float | None, tokens: float | None) -> float | None:
-    """Milliseconds of a step per token, or None when either is unknown."""
-    return round(1000 * step_s / tokens, 4) if step_s and tokens else None
-
-
-def quotient(numerator: float | None, denominator: float | None) -> float | None:
-    """numerator / denominator to three places, or None when either is unknown."""
-    return round(numerator / denominator, 3) if numerator and denominator else None
-
-
-def generated_tokens(run: dict[str, Any], rows: float | None) -> float | None:
-    """Tokens a step generated: the mean response length of its update batch times its rows."""
-    mean = run.get("response_length_mean")
-    return mean * rows if mean and rows else None
-
-
-def samples_per_step(run: dict[str, Any], stock_samples: int | None = None) -> float | None:
-    """Training samples per step: attacker + assessor rows (self-play) or the stock run's prompts x rollout.n."""
-    if stock_samples is not None:
-        return float(stock_samples)
-    if run.get("samples_attacker") is None or run.get("samples_assessor") is None:
-        return None
-    return run["samples_attacker"] + run["samples_assessor"]
-
-
 def served_judge_section(work: Path, common: list[str], rules_run: dict[str, Any], timeout_s: float, skip: int) -> dict:
     """The judge's cost per step when `medplay train` serves it with vLLM (a tiny random judge model on CPU)."""
+    from medical_team.launcher.served_judge_process import STAGE as JUDGE_STAGE
+
     judge_model = work / "tiny-judge"
     if not (judge_model / "config.json").is_file():
         from medical_team.models.tiny import build_tiny_model
@@ -155,14 +86,14 @@ def gpu_section(work: Path, data: Path, steps: int, skip: int, timeout_s: float)
     empty = {"samples_per_s": None, "peak_gpu_memory_reserved_gib": None}
     if not torch.cuda.is_available():
         return {"status": "no GPU available", **empty}
-    from bench_gpu import TOKENIZER_INSTALL, build_random_qwen3_4b, qwen3_tokenizer_dir
+    from medical_team.bench.gpu_policy import TOKENIZER_INSTALL, build_random_qwen3_4b, qwen3_tokenizer_dir
 
     tokenizer_dir = qwen3_tokenizer_dir()
     if tokenizer_dir is None:
         return {"status": f"GPU present but the real Qwen3 tokenizer is not installed: {TOKENIZER_INSTALL}", **empty}
     model = build_random_qwen3_4b(work / "qwen3-4b-random", tokenizer_dir)
     probe = work / "probe.json"
-    subprocess.run(medplay("probe", "--output", str(probe)), check=False, stdout=subprocess.DEVNULL)
+    subprocess.run(medplay_script("probe", "--output", str(probe)), check=False, stdout=subprocess.DEVNULL)
     profile = json.loads(probe.read_text()).get("profile") if probe.is_file() else None
     if not profile:
         return {"status": f"GPU present but `medplay probe` chose no profile; see {probe}", **empty}
@@ -187,51 +118,21 @@ def gpu_section(work: Path, data: Path, steps: int, skip: int, timeout_s: float)
     }
 
 
-def add_run_arguments(parser: argparse.ArgumentParser, output: Path, steps: int = 6, skip: int = 2) -> None:
-    """The options every benchmark of training runs takes: steps, warm-up, scratch folder, result file, time limit."""
-    parser.add_argument("--steps", type=int, default=steps, help=f"training steps per run (default {steps})")
-    parser.add_argument(
-        "--skip", type=int, default=skip, help=f"warm-up steps left out of the medians (default {skip})"
-    )
-    parser.add_argument("--work", type=Path, default=Path("build/bench"), help="scratch folder (default build/bench)")
-    parser.add_argument("--output", type=Path, default=output, help="result file")
-    parser.add_argument("--timeout", type=float, default=1200, help="seconds allowed per training run")
-
-
-def cpu_smoke_overrides(data: Path, model: Path, steps: int) -> list[str]:
-    """The overrides every benchmarked run shares: cpu-smoke on the prepared data and model, no checkpoints."""
-    return [
-        "profile=cpu-smoke",
-        f"medplay.data_dir={data}",
-        f"medplay.model.path={model}",
-        "medplay.model.build_tiny=false",
-        f"trainer.total_training_steps={steps}",
-        "trainer.save_freq=-1",
-        "trainer.resume_mode=disable",
-    ]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run both trainings and write the comparison as JSON (with --scaling: scripts/bench_scaling.py's part)."""
-    argv = sys.argv[1:] if argv is None else argv
-    if "--scaling" in argv:
-        from bench_scaling import main as scaling
-
-        return scaling([arg for arg in argv if arg != "--scaling"])
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`medplay bench step`'s options."""
     add_run_arguments(parser, Path("build/bench.json"))
-    parser.add_argument(
-        "--scaling",
-        action="store_true",
-        help="instead: the step's cost against games per step and the response cap (its options: --scaling --help)",
-    )
     parser.add_argument(
         "--no-served-judge",
         dest="served_judge",
         action="store_false",
         help="leave out the third run, the self-play judged by a vLLM server (the two step runs only)",
     )
-    args = parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run both trainings and write the comparison as JSON; 0 when every run finished."""
+    from medical_team.configs import profile_file
+    from medical_team.stack import stack_versions
 
     work = args.work.resolve()
     data, model = prepare(work)
@@ -244,11 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.served_judge
         else {"what": "not run (--no-served-judge)"}
     )
-    from omegaconf import OmegaConf
-
-    batch = OmegaConf.load(
-        Path(__file__).parent.parent / "configs" / "profile" / "cpu-smoke.yaml"
-    ).data.train_batch_size
+    batch = profile_file("cpu-smoke")["data"]["train_batch_size"]
     stock_samples = batch  # verl's single-turn run: one sample per prompt (rollout.n = 1)
     selfplay_samples = samples_per_step(selfplay)
     per_generated = {
@@ -289,15 +186,25 @@ def main(argv: list[str] | None = None) -> int:
         "served_judge": served_judge,
         "gpu": gpu_section(work, data, args.steps, args.skip, args.timeout),
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
-    headline = ("ratio_per_generated_token_selfplay_over_stock", "step_time_ratio_selfplay_over_stock")
-    print(json.dumps({k: report[k] for k in (*headline, "selfplay_games_per_s")}))
-    print(json.dumps({k: v for k, v in served_judge.items() if k not in ("what", "run")}))
-    print(f"wrote {args.output}")
+    facts = write_json(args.output, report)
+    print_result("self-play step against verl's stock single-turn step", table_rows(report), facts, [args.output])
     runs = (selfplay, stock, *([served_judge["run"]] if args.served_judge else []))
     return 0 if all(run["returncode"] == 0 for run in runs) else 1
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def table_rows(report: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The figures the table shows: the step times, the ratios held to the target, the judge's and the GPU's."""
+    served, gpu = report["served_judge"], report["gpu"]
+    return [
+        ("self-play step s", report["selfplay"].get("step_s")),
+        ("stock step s", report["stock_grpo"].get("step_s")),
+        ("ms per generated token, self-play / stock", report["ratio_per_generated_token_selfplay_over_stock"]),
+        ("ms per trained token, self-play / stock", report["ratio_per_trained_token_selfplay_over_stock"]),
+        ("step time, self-play / stock", report["step_time_ratio_selfplay_over_stock"]),
+        (f"meets its target (<= {TARGET_RATIO})", report["meets_target"]),
+        ("self-play games per s", report["selfplay_games_per_s"]),
+        ("served judge: step s over the rules judge", served.get("step_s_over_rules_judge")),
+        ("served judge: server start s", served.get("server_start_s")),
+        ("GPU samples per s", gpu.get("samples_per_s")),
+        ("GPU peak memory reserved GiB", gpu.get("peak_gpu_memory_reserved_gib")),
+    ]

@@ -1,11 +1,11 @@
 """Benchmark: variants of one training step, run in alternating rounds: padding removal, token-sized micro-batches,
 verl's stock step with medplay's replay poll and with verl's own.
 
-    .venv/bin/python scripts/bench_step_variants.py                 # writes build/bench_step_variants.json
-    .venv/bin/python scripts/bench_step_variants.py --rounds 3 --variants padded,remove_padding
+    medplay bench step-variants                 # writes build/bench_step_variants.json
+    medplay bench step-variants --rounds 3 --variants padded,remove_padding
 
 Every variant is the real verl trainer on the cpu-smoke profile (the tiny model, rules judge) with the same data
-and steps as `make bench` (scripts/bench.py), plus its overrides. The variants run one after another in
+and steps as `medplay bench step` (step.py), plus its overrides. The variants run one after another in
 each round, and rounds repeat the order, so a change in the machine's load falls on every variant alike.
 Figures are medians over the steps after the warm-up steps (verl's `timing_s/*` in each run's metrics
 JSONL), per run and then the median over rounds. `remove_padding` packs the rows into one sequence with
@@ -16,26 +16,17 @@ restarting position ids, attended under sdpa with the block-diagonal mask transf
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from bench import (
-    add_run_arguments,
-    cpu_smoke_overrides,
-    generated_tokens,
-    per_token,
-    prepare,
-    samples_per_step,
-    train_run,
-)
-from bench_runs import STOCK_OVERRIDES
-
-from medical_team.stack import stack_versions
+from medical_team.bench.results import write_json
+from medical_team.bench.step_figures import generated_tokens, per_token, samples_per_step
+from medical_team.bench.stock_step import STOCK_OVERRIDES
+from medical_team.bench.table import print_result
+from medical_team.bench.training_runs import add_run_arguments, cpu_smoke_overrides, prepare, train_run
 
 DYNAMIC_BSZ = (
     "actor_rollout_ref.actor.use_dynamic_bsz=true",
@@ -89,18 +80,29 @@ def summary(name: str, runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run every variant in every round and write the medians as JSON."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=2, help="times every variant runs, alternating (default 2)")
-    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated names (default: all)")
-    add_run_arguments(parser, Path("build/bench_step_variants.json"))
-    args = parser.parse_args(argv)
-    names = [name for name in args.variants.split(",") if name]
+def variant_names(text: str) -> list[str]:
+    """A --variants value: comma-separated names of VARIANTS."""
+    names = [name for name in text.split(",") if name]
     unknown = sorted(set(names) - set(VARIANTS))
     if unknown:
-        parser.error(f"unknown variants {unknown}; known: {', '.join(VARIANTS)}")
+        raise argparse.ArgumentTypeError(f"unknown variants {unknown}; known: {', '.join(VARIANTS)}")
+    return names
 
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`medplay bench step-variants`' options."""
+    parser.add_argument("--rounds", type=int, default=2, help="times every variant runs, alternating (default 2)")
+    parser.add_argument(
+        "--variants", type=variant_names, default=",".join(VARIANTS), help="comma-separated names (default: all)"
+    )
+    add_run_arguments(parser, Path("build/bench_step_variants.json"))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run every variant in every round and write the medians as JSON; 0 when every run finished."""
+    from medical_team.stack import stack_versions
+
+    names = args.variants
     work = args.work.resolve()
     data, model = prepare(work)
     common = cpu_smoke_overrides(data, model, args.steps)
@@ -111,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
             run = train_run(f"variant_{name}_{round_number + 1}", work, common, VARIANTS[name], args.timeout, args.skip)
             run["round"] = round_number + 1
             runs[name].append(run)
-            print(json.dumps({"variant": name, "round": round_number + 1, "step_s": run.get("step_s")}), flush=True)
+            print(f"variant {name}, round {round_number + 1}: step {run.get('step_s')} s", flush=True)
     report = {
         "what": "cpu-smoke step (tiny model, rules judge) per variant (padding, micro-batches, stock), alternating rounds",
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(started)),
@@ -123,12 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         "summary": {name: summary(name, runs[name]) for name in names},
         "runs": runs,
     }
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(report["summary"], indent=2))
-    print(f"wrote {args.output}")
+    facts = write_json(args.output, report)
+    figures = ("step_s", "gen_s", "training_phases_s", "ms_per_generated_token", "rounds_measured")
+    rows = [(name, *(row[key] for key in figures)) for name, row in report["summary"].items()]
+    header = ("variant", "step s", "gen s", "training phases s", "ms per generated token", "rounds")
+    print_result("variants of one cpu-smoke step (medians over rounds)", rows, facts, [args.output], header)
     return 0 if all(run["returncode"] == 0 for variant in runs.values() for run in variant) else 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -11,6 +11,7 @@ from medical_team.errors import UserInputError
 
 # subcommand -> module that defines `add_parser(subparsers)`; each parser sets `run=` (args -> exit code).
 COMMANDS: dict[str, str] = {
+    "bench": "medical_team.cli.bench",
     "compare": "medical_team.cli.compare",
     "config": "medical_team.cli.config",
     "convert": "medical_team.cli.convert",

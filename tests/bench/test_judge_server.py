@@ -1,25 +1,24 @@
-"""scripts/bench_judge_server.py at a small size, so that `make bench-judge-server` cannot break unseen: its JSON has
-every part, every verdict came back once to its game and every 429 was retried (its speed and memory are not judged)."""
+"""`medplay bench judge-server` (medical_team/bench/judge_server.py) at a small size, so that `make bench-judge-server`
+cannot break unseen: its JSON has every part, every verdict came back once to its game and every 429 was retried (its
+speed and memory are not judged)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from medical_team.bench.commands import medplay_here
+
 pytestmark = [pytest.mark.slow, pytest.mark.long]
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_judge_server.py"
-
 
 def test_the_benchmark_runs_every_part_and_checks_every_verdict(tmp_path: Path) -> None:
     output = tmp_path / "bench.json"
     small = ["--calls", "400", "--warmup-calls", "100", "--sample-s", "0.5", "--sweep", "1,4", "--sweep-calls", "50",
              "--bursts", "3", "--model-sweep", "1,2", "--model-warmup", "2", "--model-calls", "3", "--model-bursts", "1"]  # fmt: skip
-    done = subprocess.run([sys.executable, str(SCRIPT), "--output", str(output), *small],
+    done = subprocess.run(medplay_here("bench", "judge-server", "--output", str(output), *small),
                           capture_output=True, text=True, timeout=900, check=False)  # fmt: skip
     # 1: a target missed (the RSS slope of 400 calls means little)
     assert done.returncode in (0, 1), done.stderr[-4000:]

@@ -1,9 +1,9 @@
-"""scripts/bench_scaling.py's fits and picture (`make bench-scaling`), without a training run.
+"""`medplay bench scaling`'s fits and picture (`make bench-scaling`, medical_team/bench/scaling.py), without a run.
 
 The runs themselves are the real trainer's (the `long` tests/e2e/test_bench_cpu.py runs `make bench`'s pair);
 here the least squares must give back the costs a step was made of, a step that grows faster than linearly must
-show in its marginal costs, and the picture must be drawn from a result shaped as the script writes it.
-Run: PYTHONPATH=$PWD:tests .venv/bin/python -m pytest -q tests/test_bench_script.py
+show in its marginal costs, and the picture must be drawn from a result shaped as the benchmark writes it.
+Run: PYTHONPATH=$PWD:tests .venv/bin/python -m pytest -q tests/bench/test_scaling.py
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
-from script_modules import load_script
 
-scaling = load_script("bench_scaling")
+from medical_team.bench import scaling
+from medical_team.cli import main
+
 GAMES = (4, 16, 64)
 CAPS = (32, 128)
 
@@ -75,5 +76,10 @@ def test_the_picture_is_drawn_from_a_result_with_a_failed_point(tmp_path: Path) 
 
 def test_games_that_are_no_multiple_of_the_mini_batch_are_refused_before_any_run(capsys) -> None:
     with pytest.raises(SystemExit):
-        scaling.main(["--games", "4", "6", "--caps", "32"])
+        main(["bench", "scaling", "--games", "4", "6", "--caps", "32"])
     assert "multiple of cpu-smoke's ppo_mini_batch_size, 4" in capsys.readouterr().err
+
+
+def test_steps_no_more_than_the_warm_up_are_refused_before_any_run(capsys) -> None:
+    assert main(["bench", "scaling", "--steps", "1", "--skip", "1"]) == 2
+    assert "--steps 1: must be more than --skip (1)" in capsys.readouterr().err

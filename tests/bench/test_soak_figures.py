@@ -1,9 +1,9 @@
-"""scripts/soak.py's per-step CPU time and scripts/soak_report.py's per-step figures (`make soak`), without a training.
+"""`medplay bench soak`'s per-step CPU time (soak.py) and per-step figures (soak_figures.py), without a training.
 
-The soak's run is the real trainer's (the `long` tests/e2e/test_soak_cpu.py runs the whole script); here a real process
+The soak's run is the real trainer's (the `long` tests/e2e/test_soak_cpu.py runs the whole soak); here a real process
 burns known work between two logged steps, and made per-step figures must give back their medians with each run's
 first step (its start-up) left out.
-Run: PYTHONPATH=$PWD:tests .venv/bin/python -m pytest -q tests/test_soak_report.py
+Run: PYTHONPATH=$PWD:tests .venv/bin/python -m pytest -q tests/bench/test_soak_figures.py
 """
 
 from __future__ import annotations
@@ -11,10 +11,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from script_modules import load_script
+from medical_team.bench import soak
+from medical_team.bench import soak_figures as report
 
-soak = load_script("soak")
-report = load_script("soak_report")
 # A process that does a fixed amount of work (~0.5 CPU s) for each line it reads, then says so.
 WORKER = "import sys\nfor _ in sys.stdin:\n    sum(range(30_000_000))\n    print('done', flush=True)\n"
 

@@ -1,4 +1,4 @@
-"""scripts/soak.py stopped by its user (SIGTERM, as Ctrl-C): the run it started and watches stops with it.
+"""`medplay bench soak` stopped by its user (SIGTERM, as Ctrl-C): the run it started and watches stops with it.
 
 Before, the soak's own exit left `medplay train` and its Ray cluster training on, unwatched, into a folder the next
 soak deletes. The soak here starts a real cpu-smoke run and is stopped once the run's Ray processes exist.
@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,9 +16,10 @@ import psutil
 import pytest
 from cpu_smoke import MEMORY_FLOOR
 
+from medical_team.bench.commands import medplay_here
+
 pytestmark = [pytest.mark.slow]
 
-SOAK = Path(__file__).resolve().parents[1] / "scripts" / "soak.py"
 RAY_PROCESSES = 4  # the launcher and at least Ray's GCS, raylet and one more of its own: the cluster is up
 
 
@@ -40,11 +40,11 @@ def described(process: psutil.Process) -> str:
 
 
 def test_a_stopped_soak_stops_its_run_and_its_ray_cluster(tmp_path: Path) -> None:
-    command = [
-        sys.executable, str(SOAK), "--steps", "50", "--kills", "0", "--save-freq", "10",
+    command = medplay_here(
+        "bench", "soak", "--steps", "50", "--kills", "0", "--save-freq", "10",
         "--work", str(tmp_path / "work"), "--report", str(tmp_path / "report" / "soak"),
         "--override", f"{MEMORY_FLOOR}=0",
-    ]  # fmt: skip
+    )  # fmt: skip
     soak = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     watched = psutil.Process(soak.pid)
     tree: list[psutil.Process] = []

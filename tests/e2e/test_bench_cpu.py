@@ -1,4 +1,4 @@
-"""End to end: `make bench`'s two step runs (scripts/bench.py), self-play and verl's stock single-turn step, at 3 steps.
+"""End to end: `make bench`'s two step runs (`medplay bench step`), self-play and verl's stock single-turn step, at 3 steps.
 
     PYTHONPATH=$PWD:tests .venv/bin/python -m pytest -q -m e2e tests/e2e/test_bench_cpu.py
 
@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from cpu_smoke import train_timeout_s
+
+from medical_team.bench.commands import medplay_here
 
 STEPS = 3
 # Two training runs, one after the other, each under its hang guard; then the GPU section's torch import.
@@ -33,12 +34,11 @@ RATIOS = (
 
 def test_both_step_runs_finish_and_every_ratio_is_a_number(tmp_path: Path) -> None:
     output = tmp_path / "bench.json"
-    command = [
-        sys.executable,
-        str(REPO / "scripts" / "bench.py"),
+    command = medplay_here(
+        "bench", "step",
         *("--steps", str(STEPS), "--skip", "1", "--no-served-judge"),
         *("--work", str(tmp_path / "work"), "--output", str(output), "--timeout", str(train_timeout_s(STEPS))),
-    ]
+    )  # fmt: skip
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
 
     assert output.is_file(), f"{result.stdout[-2000:]}\n{result.stderr[-4000:]}"

@@ -1,4 +1,4 @@
-"""End to end: a short soak (scripts/soak.py, `make soak`) of 60 real cpu-smoke steps, SIGKILLed once and resumed.
+"""End to end: a short soak (`medplay bench soak`, `make soak`) of 60 real cpu-smoke steps, SIGKILLed once and resumed.
 
     .venv/bin/python -m pytest -q -m e2e tests/e2e/test_soak_cpu.py
 
@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from cpu_smoke import MEMORY_FLOOR, train_timeout_s
 
+from medical_team.bench.commands import medplay_here
 from medical_team.checkpoint_folder import step_dirs
 from medical_team.reliability.checkpoints import damage, has_manifest
 
-SOAK = Path(__file__).resolve().parents[2] / "scripts" / "soak.py"
 STEPS, SAVE_FREQ, KEEP = 60, 10, 2  # six saves, two kept: retention has four to delete
 # Two starts and a replay: the soak's own run guard (the two starts' hang guards), and room to write the report.
 SOAK_TIMEOUT_S = 2 * train_timeout_s(STEPS)
@@ -34,12 +33,12 @@ def soak(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, Path]:
     """One soak with one kill (seed 7: the kill step is fixed), its soak.json and its work folder."""
     root = tmp_path_factory.mktemp("soak")
     work, report = root / "work", root / "report" / "soak"
-    command = [
-        sys.executable, str(SOAK), "--steps", str(STEPS), "--kills", "1", "--seed", "7",
+    command = medplay_here(
+        "bench", "soak", "--steps", str(STEPS), "--kills", "1", "--seed", "7",
         "--save-freq", str(SAVE_FREQ), "--keep", str(KEEP), "--warmup-steps", "10",
         "--work", str(work), "--report", str(report),
         "--override", f"{MEMORY_FLOOR}=0",  # off, as in every e2e run but the floors' own (tests/cpu_smoke.py)
-    ]  # fmt: skip
+    )  # fmt: skip
     result = subprocess.run(command, check=False, capture_output=True, text=True, timeout=SOAK_TIMEOUT_S)
     assert result.returncode == 0, f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
     return json.loads((report / "soak.json").read_text()), work

@@ -3,9 +3,9 @@ serve` process and the real client (`HttpJudge`); every verdict comes back once,
 
 The server judges with the `openai` backend over a scripted model on loopback, so every code path of the server runs
 (the access and body-limit middleware, the route, the scorer, the model judge and its OpenAI client). The model
-echoes each rewrite's game tag as the error sentence (tests/judge_load.py), and during a burst it holds its answers
+echoes each rewrite's game tag as the error sentence (medical_team/bench/judge_load.py), and during a burst it holds its answers
 until the client has been refused MAX_CONCURRENT times: the server is full while it holds, so the 429s are certain,
-not a matter of timing. The speed of all this is the benchmark's (scripts/bench_judge_server.py), not this test's.
+not a matter of timing. The speed of all this is the benchmark's (`medplay bench judge-server`), not this test's.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from judge_load import Ledger, ServedJudge, game, tag, tagged_game
 from loopback_apps import fenced_rewrite
 
+from medical_team.bench.judge_load import Ledger, ServedJudge, game, tag, tagged_game
 from medical_team.judge.client import HttpJudge
 from medical_team.judge.retry import RetryPolicy
 from medical_team.judge_server.serving import BackgroundServer

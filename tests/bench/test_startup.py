@@ -1,9 +1,9 @@
-"""scripts/bench_startup.py (`make bench-startup`) on a real process, without a training run.
+"""`medplay bench startup` (`make bench-startup`) on a real process, without a training run.
 
 The runs themselves are `medplay train`'s (the issue's figures in docs/benchmarks.md); here a real process that
 burns CPU, then writes verl's ready line into a run log and a first metrics line, must be timed at both and its CPU
-seconds summed under its role; the medians and ratios must be read from runs shaped as the script records them.
-Run: .venv/bin/python -m pytest -q tests/test_bench_startup.py
+seconds summed under its role; the medians and ratios must be read from runs shaped as the benchmark records them.
+Run: .venv/bin/python -m pytest -q tests/bench/test_startup.py
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from script_modules import load_script
+from medical_team.bench import startup as bench
 
 
 def test_a_start_is_timed_at_ready_and_step_1_and_its_cpu_summed_by_role(tmp_path: Path) -> None:
-    bench = load_script("bench_startup")
     program = (
         "import pathlib, time\n"
         f"folder = pathlib.Path({str(tmp_path)!r})\n"
@@ -43,7 +42,6 @@ def test_a_start_is_timed_at_ready_and_step_1_and_its_cpu_summed_by_role(tmp_pat
 
 
 def test_medians_and_ratios_are_read_per_tree_and_kind() -> None:
-    bench = load_script("bench_startup")
     runs = [
         bench.StartRun("this", "medplay", 1, 0, 90.0, 110.0, {"launcher": 10.0, "task_runner": 80.0}),
         bench.StartRun("this", "medplay", 2, 0, 100.0, 120.0, {"launcher": 12.0, "task_runner": 88.0}),
