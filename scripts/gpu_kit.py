@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import Any, Self
 
 import psutil
-from bench_runs import PHASES, STOCK_OVERRIDES, summarise_metrics
 
+from medical_team.bench.metric_medians import PHASES, summarise_metrics
+from medical_team.bench.stock_step import STOCK_OVERRIDES
 from medical_team.launcher.served_judge import LOG_NAME as JUDGE_LOG_NAME
 from medical_team.launcher.served_judge_process import STAGE as JUDGE_STAGE
 from medical_team.launcher.startup import TRAINER_READY, ready_stages
@@ -119,7 +120,7 @@ def prepare(kit: Kit) -> dict[str, Any]:
 
             build_tiny_model(kit.model)
         else:
-            from bench_gpu import TOKENIZER_INSTALL, build_random_qwen3_4b, qwen3_tokenizer_dir
+            from medical_team.bench.gpu_policy import TOKENIZER_INSTALL, build_random_qwen3_4b, qwen3_tokenizer_dir
 
             tokenizer_dir = qwen3_tokenizer_dir()
             if tokenizer_dir is None:

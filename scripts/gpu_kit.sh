@@ -128,7 +128,6 @@ python_phase() {
     local args=("${phase}")
     [[ -n "${part}" ]] && args+=("${part}")
     [[ "${cpu}" == 1 ]] && args+=(--cpu)
-    # scripts/ first: gpu_kit.py imports bench_runs and bench_gpu from beside itself.
     timeout -k 15 "$((limit_s + 10))" "${python}" "${repo}/scripts/gpu_kit.py" "${args[@]}" --work "${work}" \
         --out "${out}" --steps "${STEPS:-3}" --limit-s "$((limit_s - 10))" --extra "$(gpu_overrides) ${EXTRA:-}"
 }

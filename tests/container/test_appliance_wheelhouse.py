@@ -26,7 +26,7 @@ SCRIPT = REPO / "scripts" / "wheelhouse.py"
 
 
 def load_script():
-    # As when it runs: the script imports bench_gpu from beside itself.
+    # As when it runs, with scripts/ on the path.
     if str(SCRIPT.parent) not in sys.path:
         sys.path.append(str(SCRIPT.parent))
     spec = importlib.util.spec_from_file_location("wheelhouse", SCRIPT)
@@ -133,8 +133,8 @@ def test_the_stack_itself_is_carried_by_both_flavours(name):
     assert wheelhouse.left_out_reason(name, "full") is None
 
 
-def test_the_benchmark_tokenizer_comes_from_bench_gpu(tmp_path):
-    from bench_gpu import TOKENIZER_INSTALL, TOKENIZER_REQUIREMENT
+def test_the_benchmark_tokenizer_comes_from_the_gpu_benchmark(tmp_path):
+    from medical_team.bench.gpu_policy import TOKENIZER_INSTALL, TOKENIZER_REQUIREMENT
 
     assert dry_manifest(tmp_path, "onto-torch")["bench"] == [TOKENIZER_REQUIREMENT]
     assert TOKENIZER_INSTALL.endswith(TOKENIZER_REQUIREMENT)
