@@ -4,7 +4,7 @@ Read: every Markdown file (README.md, docs/, the bundled data's and test corpora
 the comments and docstrings of the code (Python comments and docstrings; `#` comments of shell
 scripts, YAML, the Makefile, the Dockerfile and the requirement files). A citation is:
 
-- a path from a top-level folder of the repo (`docs/game.md`, `scripts/bench.py`, `configs/...`,
+- a path from a top-level folder of the repo (`docs/game.md`, `scripts/wheelhouse.py`, `configs/...`,
   `medical_team/...`, `tests/...`): it must exist. A glob (`configs/profile/*.yaml`) must match a
   file, braces (`{a,b}`) are expanded, and a placeholder segment (`<profile>`, `NAME`, `...`) only
   asks that the folder before it exists;

@@ -7,7 +7,7 @@ One run is the `medplay train` launcher and every process under it: Ray's daemon
 dashboard and its agent, the log monitor, the autoscaler's monitor), the Ray actors verl starts (its task runner,
 the FSDP workers, the vLLM rollout server with its engine core and worker, the agent-loop workers, the load balancer,
 TransferQueue's controller and storage), idle Ray workers, and the served judge. The soak benchmark
-(scripts/soak.py) and the trainer's per-step resource record (docs/reliability.md) read runs through this module.
+(`medplay bench soak`) and the trainer's per-step resource record (docs/reliability.md) read runs through this module.
 
 From inside the run, `run_roots` finds them (docs/reliability.md, "A run sees its own end coming"): the Ray node the
 calling Ray worker runs on (walking up from it to its raylet; when `medplay train` started Ray itself its launcher
