@@ -11,11 +11,11 @@ from medical_team.bench.provenance import one_line
 
 
 def cell(value: Any) -> str:
-    """A value as a table shows it: numbers to at most four significant places, nothing as `n/a`."""
+    """A value as a table shows it: numbers to four significant places (whole from 10,000), nothing as `n/a`."""
     if value is None:
         return "n/a"
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return f"{value:.4g}" if abs(value) < 10_000 else f"{value:.0f}"
     return str(value)
 
 

@@ -38,4 +38,5 @@ def test_the_table_names_the_figures_the_provenance_and_the_file(
 
 def test_cells_and_a_markdown_table() -> None:
     assert [cell(None), cell(2.0 / 3), cell(12), cell("x")] == ["n/a", "0.6667", "12", "x"]
+    assert [cell(15178.4), cell(1234.56)] == ["15178", "1235"]
     assert markdown_table(("a", "b"), [(1, None)]) == "| a | b |\n|---|---|\n| 1 | n/a |"
