@@ -316,6 +316,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--override", action="append", default=[], help="one more `medplay train` override")
 
 
+def own_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The soak's options as JSON values (paths as text), without what `medplay` adds: its names and `run`."""
+    options = {key: value for key, value in vars(args).items() if key not in ("command", "bench", "run")}
+    return {key: str(value) if isinstance(value, Path) else value for key, value in options.items()}
+
+
 def exit_on_sigterm(signum: int, _frame: object) -> None:
     """SIGTERM ends the soak as Ctrl-C does, through `run_segment`'s clean-up of the run it watches."""
     raise SystemExit(128 + signum)
@@ -330,7 +336,7 @@ def run(args: argparse.Namespace) -> int:
     shutil.rmtree(args.work, ignore_errors=True)
     args.work.mkdir(parents=True)
     subprocess.run([MEDPLAY, "convert", "--output", str(args.work / "data")], check=True, capture_output=True)
-    settings = {key: str(value) if isinstance(value, Path) else value for key, value in vars(args).items()}
+    settings = own_settings(args)
     soak = Soak(settings={**settings, "seed": seed, "kill_steps": kills, "command": train_command(args)})
     print(f"soak: {args.steps} steps, SIGKILL after steps {kills} (seed {seed}); work folder {args.work}", flush=True)
     for kill_at in [*kills, None]:

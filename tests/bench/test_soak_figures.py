@@ -8,11 +8,13 @@ Run: PYTHONPATH=$PWD:tests .venv/bin/python -m pytest -q tests/bench/test_soak_f
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 from medical_team.bench import soak
 from medical_team.bench import soak_figures as report
+from medical_team.cli import build_parser
 
 # A process that does a fixed amount of work (~0.5 CPU s) for each line it reads, then says so.
 WORKER = "import sys\nfor _ in sys.stdin:\n    sum(range(30_000_000))\n    print('done', flush=True)\n"
@@ -57,3 +59,11 @@ def test_a_step_that_costs_more_late_shows_in_the_last_tenth() -> None:
 
 def test_no_steps_in_a_tenth_give_no_figure() -> None:
     assert report.per_step({step: 2.0 for step in range(1, 50)}, [{"resumed_from": None}], 100) == {}
+
+
+def test_the_soaks_settings_are_its_own_options_as_json() -> None:
+    args = build_parser("bench").parse_args(["bench", "soak", "--steps", "60", "--override", "a=1"])
+    settings = soak.own_settings(args)
+    assert settings["steps"] == 60 and settings["override"] == ["a=1"] and settings["work"] == "build/soak"
+    assert not {"command", "bench", "run"} & set(settings)
+    json.dumps(settings)
