@@ -1,6 +1,6 @@
 """Stopping a child that leads its own process group (started with `start_new_session=True`): TERM, then KILL.
 
-The launcher stops the judge's vLLM server this way, and the GPU kit (scripts/gpu_kit.py) its training runs.
+The launcher stops the judge's vLLM server this way, and the GPU kit (scripts/gpu_kit_train.py) its training runs.
 """
 
 from __future__ import annotations

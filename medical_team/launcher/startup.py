@@ -5,7 +5,7 @@ inside a Ray actor whose output reaches only the run's log, so its stages are re
 (`TrainerStages`): verl's own INFO lines (verl/trainer/ppo/v1/trainer_base.py, `_setup`) mark where
 each stage ends, and the next one begins there. The lines matched are a contact with verl, listed in
 docs/verl-integration.md and checked against verl's source by tests/launcher/test_startup.py.
-`ready_stages` reads the seconds back from a console (scripts/gpu_kit.py, `medplay bench step`).
+`ready_stages` reads the seconds back from a console (scripts/gpu_kit_train.py, `medplay bench step`).
 """
 
 from __future__ import annotations
