@@ -233,5 +233,5 @@ gpu-resolved: $(STAMP) $(WHEELHOUSE_TOOLS)/bin/python
 # The gpu-pypi image's wheels: the `full` wheelhouse, made again when what it resolves changes (the lock, the
 # project's dependencies, the benchmark's and the ladder's pins), not when the project's code does.
 $(WHEELHOUSE_FULL): docker/requirements-gpu.lock pyproject.toml requirements/cpu.lock requirements/cpu-nodeps.in \
-		medical_team/bench/gpu_policy.py scripts/wheelhouse.py | $(STAMP) $(WHEELHOUSE_TOOLS)/bin/python
+		medical_team/bench/gpu_policy.py $(wildcard scripts/wheelhouse*.py) | $(STAMP) $(WHEELHOUSE_TOOLS)/bin/python
 	$(PY) scripts/wheelhouse.py --flavour full --output build/wheelhouse --python $(WHEELHOUSE_TOOLS)/bin/python

