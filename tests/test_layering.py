@@ -9,9 +9,9 @@ that runs back up a layer is caught without running it; `from package import mod
 as a user does, in processes of their own, and reads what they leave. The top-level modules (vocab, errors, console, stack,
 checkpoint_folder, judge_kinds, ...) sit below every layer; `models` (real and tiny models prepared offline, and model
 shapes) is the lowest layer and `hardware` (probe, memory plan) the next. Which process each folder's code runs in,
-and what one process's code may import of another's, is tests/test_worlds.py's. No module takes part in an import
-cycle. The shared layers (models, hardware, data, game, judge, reliability, run) import no verl, Ray or vLLM, checked
-also by importing all their modules in a fresh interpreter.
+and what one process's code may import of another's, is tests/test_worlds.py's; that no module anywhere in the tree
+takes part in an import cycle, tests/test_import_cycles.py's. The shared layers (models, hardware, data, game, judge,
+reliability, run) import no verl, Ray or vLLM, checked also by importing all their modules in a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def imported_modules(path: Path, root: Path = PACKAGE) -> set[str]:
     """Absolute module names imported anywhere in a source file of the package at `root` (relative ones resolved).
 
     `from package import name` yields both `package` and `package.name`: the latter is the module imported when
-    `name` is one (`_known` reduces it to `package` when it is not).
+    `name` is one (tests/test_import_cycles.py's `module_file` reduces it to `package` when it is not).
     """
     package = ".".join((root.name, *path.relative_to(root).parent.parts))
     names = set()
@@ -137,56 +137,3 @@ def test_framework_free_layers_pull_in_no_framework_when_imported() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().splitlines()[-1] == "[]"
-
-
-def test_no_module_takes_part_in_an_import_cycle() -> None:
-    """Every import, lazy ones included, as an edge between the package's modules: the graph has no cycle."""
-    assert not import_cycles(PACKAGE), import_cycles(PACKAGE)
-
-
-def test_the_cycle_check_sees_a_package_import_and_a_lazy_one(tmp_path: Path) -> None:
-    """`from package import module` at the top of one module and a relative import inside a function of the other."""
-    root = tmp_path / "pkg"
-    root.mkdir()
-    (root / "__init__.py").write_text("")
-    (root / "first.py").write_text("from pkg import second\nfrom pkg.helpers import VALUE\n")
-    (root / "second.py").write_text("def late() -> None:\n    from . import first\n")
-    (root / "helpers.py").write_text("VALUE = 1\n")
-    assert import_cycles(root) == ["pkg.first -> pkg.second -> pkg.first"]
-    (root / "second.py").write_text("def late() -> None:\n    from .helpers import VALUE\n")
-    assert import_cycles(root) == []
-
-
-def import_cycles(root: Path) -> list[str]:
-    """The import cycles among the modules of the package at `root`, each as `a -> b -> a`."""
-    modules = {".".join((root.name, *path.relative_to(root).with_suffix("").parts)).removesuffix(".__init__"): path
-               for path in root.rglob("*.py")}  # fmt: skip
-    edges = {
-        name: {
-            target for module in imported_modules(path, root) if (target := _known(module, modules)) not in (None, name)
-        }
-        for name, path in modules.items()
-    }
-    state: dict[str, int] = {}  # 1: on the current path, 2: done
-    cycles = []
-
-    def visit(name: str, path: list[str]) -> None:
-        state[name] = 1
-        for target in sorted(edges[name]):
-            if state.get(target) == 1:
-                cycles.append(" -> ".join([*path[path.index(target) :], target]))
-            elif target not in state:
-                visit(target, [*path, target])
-        state[name] = 2
-
-    for name in sorted(modules):
-        if name not in state:
-            visit(name, [name])
-    return cycles
-
-
-def _known(module: str, modules: dict[str, Path]) -> str | None:
-    """The package module an import names: the longest prefix of `module` that is one (a name's own module)."""
-    while module and module not in modules:
-        module = module.rpartition(".")[0]
-    return module or None
