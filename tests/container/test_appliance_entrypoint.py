@@ -168,7 +168,8 @@ def test_the_shell_reads_ray_resources_and_ports_from_the_composed_config(applia
         "ray_kwargs.ray_init._system_config",
         "medplay.judge.server_port",
     )
-    system_config = '{"task_events_max_num_task_in_gcs": 1000}'  # the GCS keeps the last thousand tasks' events
+    # The GCS keeps the last thousand tasks' events; no idle workers started for the first driver.
+    system_config = '{"task_events_max_num_task_in_gcs": 1000, "prestart_worker_first_driver": false}'
     assert composed(*keys, "profile=cpu-smoke") == ["16", "1", system_config, "8100"]  # the head is over-committed
     assert composed(*keys, "profile=80g", "medplay.judge.server_port=9000") == ["", "", system_config, "9000"]
     pipeline = (REPO / "entrypoints" / "pipeline.sh").read_text()
