@@ -17,7 +17,7 @@ from typing import Any
 
 from omegaconf import OmegaConf
 
-from medical_team.vocab import SELFPLAY_AGENT
+from medical_team.common.vocab import SELFPLAY_AGENT
 
 PROFILE_GROUP = "profile"  # configs/profile/NAME.yaml, chosen with `profile=NAME`
 VERL_CONFIGS_RESOLVER = "medplay_verl_configs"

@@ -17,9 +17,9 @@ drop_lock_file=""
 finish() {
     local code=$?
     # A run that ends before writing there (a refusal of the probe, a mistake in the settings) leaves the volume
-    # as it found it: the lock file it created goes, removed while still held (medical_team/run_lock.py).
+    # as it found it: the lock file it created goes, removed while still held (medical_team/run_folder/run_lock.py).
     if [[ -n "${drop_lock_file}" ]]; then
-        python -m medical_team.run_lock drop "${MEDPLAY_CHECKPOINTS}" "${run_lock_fd}" || true
+        python -m medical_team.run_folder.run_lock drop "${MEDPLAY_CHECKPOINTS}" "${run_lock_fd}" || true
     fi
     echo "${code}" > "${run_dir}/pipeline.status"
     say "finished with exit status ${code}"
@@ -47,7 +47,7 @@ run_step() {
         exit 143
     fi
     echo "${name}" > "${run_dir}/pipeline.step"
-    say "step ${name}: $(python -m medical_team.redaction "$@")"
+    say "step ${name}: $(python -m medical_team.run.redaction "$@")"
     "$@" > >(tee -a "${logs}/${name}.log") 2>&1 &
     child=$!
     # A trapped signal interrupts `wait`; wait again until the step has really ended.
@@ -81,16 +81,16 @@ wait_until() {
 
 http_ok() { python -c 'import sys, httpx; sys.exit(httpx.get(sys.argv[1], timeout=5).status_code != 200)' "$1"; }
 
-# --- one run per output folder: its lock (medical_team/run_lock.py), held by this shell's open file until the
+# --- one run per output folder: its lock (medical_team/run_folder/run_lock.py), held by this shell's open file until the
 # pipeline ends, taken before any step writes to the folder; the train step adopts it (MEDPLAY_RUN_LOCK_FD).
 mkdir -p "${MEDPLAY_CHECKPOINTS}"
-lock_file="${MEDPLAY_CHECKPOINTS}/$(python -m medical_team.run_lock name)"
+lock_file="${MEDPLAY_CHECKPOINTS}/$(python -m medical_team.run_folder.run_lock name)"
 while true; do
     created=""
     [[ -e "${lock_file}" ]] || created=1
     exec {run_lock_fd}<>"${lock_file}"
     code=0
-    refused="$(python -m medical_team.run_lock take "${MEDPLAY_CHECKPOINTS}" "${run_lock_fd}" "$$" 2>&1)" || code=$?
+    refused="$(python -m medical_team.run_folder.run_lock take "${MEDPLAY_CHECKPOINTS}" "${run_lock_fd}" "$$" 2>&1)" || code=$?
     # 75 (EX_TEMPFAIL): a run that ended before writing removed the file after this shell opened it; open it again.
     ((code == 75)) || break
     exec {run_lock_fd}>&-

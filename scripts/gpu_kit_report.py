@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from medical_team.metrics_records import read_step_records
+from medical_team.run_folder.metrics_records import read_step_records
 
 
 def table(summary: dict[str, Any]) -> str:

@@ -25,8 +25,8 @@ from medical_team.bench.stock_step import STOCK_OVERRIDES
 from medical_team.launcher.served_judge import LOG_NAME as JUDGE_LOG_NAME
 from medical_team.launcher.served_judge_process import STAGE as JUDGE_STAGE
 from medical_team.launcher.startup import TRAINER_READY, ready_stages
-from medical_team.metrics_records import read_step_records
-from medical_team.process_group import stop_process_group
+from medical_team.run_folder.metrics_records import read_step_records
+from medical_team.launcher.process_group import stop_process_group
 
 PROCESS_TRACE = "processes.csv"
 # A bigger log is cut to its end: the device tool brings back files of limited size.

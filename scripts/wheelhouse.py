@@ -32,8 +32,8 @@ from wheelhouse_build import build, write_resolved
 from wheelhouse_parts import write_parts
 from wheelhouse_plan import FLAVOURS, LOCK, REPO, plan
 
-from medical_team.errors import UserInputError
-from medical_team.stack import read_lock
+from medical_team.common.errors import UserInputError
+from medical_team.run.stack import read_lock
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

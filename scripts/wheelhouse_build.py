@@ -18,7 +18,7 @@ from packaging.utils import canonicalize_name
 from wheelhouse_plan import BENCH_PINS, INSTALLER, MIB, SDIST_ONLY, left_out_reason, no_deps_pins
 from wheelhouse_resolve import closure, pip_version, resolve_flavour
 
-from medical_team.stack import Pin, read_lock
+from medical_team.run.stack import Pin, read_lock
 
 
 def host_has(packages: dict[str, dict], freeze: Path) -> dict[str, str]:

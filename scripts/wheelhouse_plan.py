@@ -13,7 +13,7 @@ from packaging.utils import canonicalize_name
 
 from medical_team.bench.gpu_policy import TOKENIZER_REQUIREMENT
 from medical_team.models.registry import MODELS
-from medical_team.stack import Pin, read_lock
+from medical_team.run.stack import Pin, read_lock
 
 REPO = Path(__file__).resolve().parents[1]
 LOCK = REPO / "docker" / "requirements-gpu.lock"

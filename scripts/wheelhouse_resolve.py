@@ -28,7 +28,7 @@ from wheelhouse_plan import (
     target_environment,
 )
 
-from medical_team.stack import Pin, read_lock
+from medical_team.run.stack import Pin, read_lock
 
 # Lock pins published only as sdists that build without a compiler (a wheel is built here, once).
 SDIST_BUILDS = {"antlr4-python3-runtime", "rouge-score"}

@@ -7,6 +7,7 @@ import time
 import httpx
 from fastapi import FastAPI
 
+from medical_team.common.vocab import Label
 from medical_team.data.records import GameSeed
 from medical_team.game.judging import JudgeRequest
 from medical_team.game.rewards import RewardConfig
@@ -18,7 +19,6 @@ from medical_team.judge.schemas import GameIn, JudgeBatchIn
 from medical_team.judge.scorer import JudgeScorer
 from medical_team.judge.settings import packaged_judge_settings
 from medical_team.judge_server.app import ServerSettings, create_app
-from medical_team.vocab import Label
 
 
 def reworded(seed: GameSeed, extra: str = "") -> str:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from medical_team.common.vocab import Category
 from medical_team.data.medec import VALIDATION_CSV, bundled_csv, load_medec
 from medical_team.data.records import GameSeed
 from medical_team.data.seeds import build_seeds
@@ -26,7 +27,6 @@ from medical_team.game.game_records import GameRecord, games_folder, step_record
 from medical_team.game.monitors import collapse_monitors
 from medical_team.game.prompts import Message
 from medical_team.judge.rules import RulesJudge
-from medical_team.vocab import Category
 
 STEPS = 3
 SEEDS_PER_CATEGORY = 3  # 12 games a step

@@ -15,11 +15,11 @@ from composed_configs import MEDPLAY_SECTION, composed_config
 from fastapi import FastAPI
 from omegaconf import DictConfig
 
+from medical_team.common.vocab import Category
 from medical_team.data.medec import TEST_CSV, VALIDATION_CSV, bundled_csv, load_medec
 from medical_team.data.records import GameSeed, MedecNote
 from medical_team.data.seeds import benign_seed, harmful_seed
 from medical_team.judge_server.serving import BackgroundServer
-from medical_team.vocab import Category
 
 
 @pytest.fixture()

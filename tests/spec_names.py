@@ -5,7 +5,7 @@ Shared by the tests (import as `spec_names`: `tests/` is on pytest's path).
 
 from __future__ import annotations
 
-from medical_team.vocab import ERROR_TYPES, Category
+from medical_team.common.vocab import ERROR_TYPES, Category
 
 ADVERSARIAL = [c.value for c in Category if c.adversarial]
 

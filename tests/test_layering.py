@@ -1,17 +1,19 @@
-"""The package's layers: models -> hardware -> data -> game -> judge -> reliability -> run -> watchdog -> plugin
--> judge_server -> agent_loop -> task_runner -> launcher -> evaluate -> bench -> cli, each importing only layers before
-it (models imports none).
+"""The package's layers: common -> models -> caches -> hardware -> data -> game -> judge -> run_folder -> reliability
+-> run -> watchdog -> plugin -> judge_server -> agent_loop -> task_runner -> launcher -> evaluate -> bench -> cli, each
+importing only layers before it (common imports none).
 
 Every `import` statement is read from the source (those inside functions too), so a lazy import
 that runs back up a layer is caught without running it; `from package import module` counts as importing that module.
 `evaluate` stands beside the Ray processes' code and the launcher, not on them: it reads checkpoints through
-`medical_team.checkpoint_folder` and `reliability`. `bench` (the benchmarks behind `medplay bench`) starts runs
-as a user does, in processes of their own, and reads what they leave. The top-level modules (vocab, errors, console, stack,
-checkpoint_folder, judge_kinds, ...) sit below every layer; `models` (real and tiny models prepared offline, and model
-shapes) is the lowest layer and `hardware` (probe, memory plan) the next. Which process each folder's code runs in,
-and what one process's code may import of another's, is tests/test_worlds.py's; that no module anywhere in the tree
-takes part in an import cycle, tests/test_import_cycles.py's. The shared layers (models, hardware, data, game, judge,
-reliability, run) import no verl, Ray or vLLM, checked also by importing all their modules in a fresh interpreter.
+`medical_team.run_folder` and `reliability`. `bench` (the benchmarks behind `medplay bench`) starts runs
+as a user does, in processes of their own, and reads what they leave. The package's root holds its packages and its
+face (`__init__.py`) only; `common` (errors, the config schema, the game's vocabulary) sits below every layer, `models`
+(real and tiny models prepared offline, and model shapes) is the next, then `caches` (the compilation caches' folder)
+and `hardware` (probe, memory plan). Which process each folder's code runs in, and what one process's code may import
+of another's, is tests/test_worlds.py's; that no module anywhere in the tree
+takes part in an import cycle, tests/test_import_cycles.py's. The shared layers (common, models,
+caches, hardware, data, game, judge, run_folder, reliability, run) import no verl, Ray or vLLM, checked also by
+importing all their modules in a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -27,11 +29,14 @@ import medical_team
 
 PACKAGE = Path(medical_team.__file__).resolve().parent
 LAYERS = (
+    "common",
     "models",
+    "caches",
     "hardware",
     "data",
     "game",
     "judge",
+    "run_folder",
     "reliability",
     "run",
     "watchdog",
@@ -44,10 +49,10 @@ LAYERS = (
     "bench",
     "cli",
 )
-# Layer -> the medplay layers it may import (top-level modules are open to all).
+# Layer -> the medplay layers it may import.
 ALLOWED = {layer: set(LAYERS[:index]) for index, layer in enumerate(LAYERS)}
 ALLOWED["evaluate"] -= {"watchdog", "plugin", "judge_server", "agent_loop", "task_runner", "launcher"}
-FRAMEWORK_FREE = ("models", "hardware", "data", "game", "judge", "reliability", "run")
+FRAMEWORK_FREE = ("common", "models", "caches", "hardware", "data", "game", "judge", "run_folder", "reliability", "run")
 FRAMEWORKS = {"verl", "ray", "vllm"}
 
 
@@ -74,13 +79,13 @@ def imported_modules(path: Path, root: Path = PACKAGE) -> set[str]:
 
 
 def layer_of(module: str) -> str | None:
-    """The layer a `medical_team.<layer>...` module belongs to (None for top-level modules and others)."""
+    """The layer a `medical_team.<layer>...` module belongs to (None for the package's face and others)."""
     parts = module.split(".")
     return parts[1] if parts[0] == "medical_team" and len(parts) > 1 and parts[1] in LAYERS else None
 
 
 def sources(top: str | None = None) -> list[Path]:
-    """The package's source files: one layer's, or the top-level modules' when `top` is None."""
+    """The package's source files: one layer's, or those at its root (its face) when `top` is None."""
     if top is None:
         return sorted(PACKAGE.glob("*.py"))
     return sorted((PACKAGE / top).rglob("*.py"))
@@ -88,7 +93,7 @@ def sources(top: str | None = None) -> list[Path]:
 
 def test_every_layer_has_sources() -> None:
     assert all(sources(layer) for layer in LAYERS)
-    assert {path.stem for path in sources()} >= {"vocab", "errors", "console", "stack", "checkpoint_folder"}
+    assert [path.name for path in sources()] == ["__init__.py"]  # the root holds packages and its face
 
 
 @pytest.mark.parametrize("layer", LAYERS)

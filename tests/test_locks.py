@@ -1,4 +1,4 @@
-"""`medical_team.stack.read_lock`, the one reader of the lock files, and docker/stack.sh, which reads them in shell.
+"""`medical_team.run.stack.read_lock`, the one reader of the lock files, and docker/stack.sh, which reads them in shell.
 
 docker/stack.sh runs on every `make` (the Makefile's image tag), also before `make env` made .venv and on a build
 host that needs nothing but the engine, so it cannot call the project's Python; here its answers are compared with
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from test_stack_table import CPU_LOCK, CPU_NODEPS, GPU_LOCK, GPU_RESOLVED, ROOT, cpu_versions
 
-from medical_team.errors import UserInputError
-from medical_team.stack import Pin, read_lock
+from medical_team.common.errors import UserInputError
+from medical_team.run.stack import Pin, read_lock
 
 
 def stack_sh(*args: str) -> str:

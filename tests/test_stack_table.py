@@ -15,7 +15,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from medical_team.stack import read_lock
+from medical_team.run.stack import read_lock
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "stack.md"

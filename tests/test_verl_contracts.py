@@ -44,16 +44,16 @@ from medical_team.agent_loop.agent_loop import (
     TRAINS_FIELD,
 )
 from medical_team.agent_loop.worker import GameLedger, _SelfPlayAgentLoopWorker
-from medical_team.checkpoint_folder import TRACKER_NAME
+from medical_team.common.vocab import ASSESSOR_AGENT, Role
 from medical_team.game import JudgeStats
 from medical_team.reliability.stop_request import request_stop
 from medical_team.run.failures import NO_TRAJECTORIES
 from medical_team.run.roles import role_of_key, role_uid, row_key
+from medical_team.run_folder.checkpoint_folder import TRACKER_NAME
 from medical_team.task_runner import agent_loop_manager, trainer
 from medical_team.task_runner.agent_loop_manager import SelfPlayAgentLoopManager
 from medical_team.task_runner.phase_marks import PhaseMarks
 from medical_team.task_runner.trainer import TRAINER_NAME, SelfPlayTrainer, sample_metrics, verl_view
-from medical_team.vocab import ASSESSOR_AGENT, Role
 
 
 @pytest.fixture(scope="module")
@@ -549,8 +549,8 @@ def test_verl_deletes_nothing_when_medplay_saves_and_medplay_retains_after_the_c
     setting to apply once each step is committed."""
     from verl.trainer.ppo.checkpoint_callback import build_checkpoint_callback
 
-    from medical_team.checkpoint_folder import step_dirs
     from medical_team.reliability.step_commits import StepCommits
+    from medical_team.run_folder.checkpoint_folder import step_dirs
 
     config = OmegaConf.merge(v1_config, {"trainer": {"default_local_dir": str(tmp_path), "max_actor_ckpt_to_keep": 2}})
     probe = object.__new__(SelfPlayTrainer)  # verl's save reads only what is set here

@@ -27,8 +27,10 @@ WORLDS = {
     "judge_server": "judge server",  # `medplay judge serve`, and the served vLLM judge's process
     "watchdog": "watchdog",  # `medplay train` watching the run it starts in a child
 }
-# Folders and top-level modules any world may import: they import no verl, Ray or vLLM (tests/test_layering.py).
-SHARED_FOLDERS = ("models", "hardware", "data", "game", "judge", "reliability", "run", "configs")
+# Folders any world may import: they import no verl, Ray or vLLM (tests/test_layering.py).
+SHARED_FOLDERS = (
+    "common", "models", "caches", "hardware", "data", "game", "judge", "run_folder", "reliability", "run", "configs",
+)  # fmt: skip
 SHARED = "shared layer"
 # Module of one world -> the worlds that import it to start it.
 ENTRY_POINTS = {

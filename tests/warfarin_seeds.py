@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from medical_team.common.vocab import Category, Label
 from medical_team.data.records import GameSeed
-from medical_team.vocab import Category, Label
 
 ERROR_SENTENCE = "He was given 50 mg of warfarin daily."
 CORRECTED_SENTENCE = "He was given 5 mg of warfarin daily."

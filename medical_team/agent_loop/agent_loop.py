@@ -29,6 +29,7 @@ from uuid import uuid4
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase, AgentLoopMetrics, AgentLoopOutput, register
 
 from medical_team.agent_loop.judge_factory import judge_executor, selfplay_gold_probes, selfplay_judge
+from medical_team.common.vocab import ASSESSOR_AGENT, BENCHMARK_DATA_SOURCE, SELFPLAY_AGENT, Role
 from medical_team.game import JudgeStats, PlayedGame, Turn, call_judge, play_game
 from medical_team.game.driver import GenerateFn
 from medical_team.game.judging import JudgeRequest, JudgeVerdict
@@ -40,7 +41,6 @@ from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.run.learning_probe import probe_reward, shows_behaviour
 from medical_team.run.rows import seed_of_row
 from medical_team.run.settings import SelfPlaySettings, settings_from_trainer_config
-from medical_team.vocab import ASSESSOR_AGENT, BENCHMARK_DATA_SOURCE, SELFPLAY_AGENT, Role
 
 log = logging.getLogger(__name__)
 

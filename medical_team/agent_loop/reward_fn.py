@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from medical_team.common.vocab import Label
 from medical_team.game import RewardConfig
 from medical_team.game.settle import score_assessor
 from medical_team.run.rows import seed_of_row
-from medical_team.vocab import Label
 
 
 def compute_score(

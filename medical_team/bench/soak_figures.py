@@ -22,7 +22,7 @@ from typing import Any
 
 from medical_team.bench.results import write_json
 from medical_team.reliability.resources import slope
-from medical_team.stack import git_commit
+from medical_team.run.stack import git_commit
 
 PER = 100  # slopes are per this many steps
 SERIES = ("rss_mib", "anon_mib", "open_files", "threads")

@@ -35,14 +35,14 @@ from pathlib import Path
 
 import psutil
 
-from medical_team.appended_lines import AppendedLines
 from medical_team.bench.commands import medplay_script
 from medical_team.bench.results import write_json
 from medical_team.bench.stock_step import STOCK_OVERRIDES
 from medical_team.bench.table import print_result
 from medical_team.bench.training_runs import cpu_smoke_overrides, prepare
+from medical_team.launcher.console.appended_lines import AppendedLines
 from medical_team.run.processes import process_kind
-from medical_team.stack import SOURCE_ROOT, git_commit, stack_versions
+from medical_team.run.stack import SOURCE_ROOT, git_commit, stack_versions
 
 READY_LINE = "all initialize finished, ready to fit"  # verl's last start-up line (launcher/startup.py)
 KINDS = {"medplay": (), "stock": STOCK_OVERRIDES}

@@ -132,7 +132,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run both trainings and write the comparison as JSON; 0 when every run finished."""
     from medical_team.configs import profile_file
-    from medical_team.stack import stack_versions
+    from medical_team.run.stack import stack_versions
 
     work = args.work.resolve()
     data, model = prepare(work)

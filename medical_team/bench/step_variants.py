@@ -100,7 +100,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run every variant in every round and write the medians as JSON; 0 when every run finished."""
-    from medical_team.stack import stack_versions
+    from medical_team.run.stack import stack_versions
 
     names = args.variants
     work = args.work.resolve()

@@ -7,7 +7,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 
 # subcommand -> module that defines `add_parser(subparsers)`; each parser sets `run=` (args -> exit code).
 COMMANDS: dict[str, str] = {

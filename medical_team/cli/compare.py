@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 
 
 def _named_folder(value: str) -> tuple[str, Path]:

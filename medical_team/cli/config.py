@@ -11,7 +11,7 @@ from medical_team.cli.train import (
     user_overrides,
     with_profile,
 )
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 
 
 def is_override(argument: str) -> bool:

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from medical_team.cli.arg_types import int_at_least
-from medical_team.errors import UserInputError
-from medical_team.vocab import BenignAttackMode
+from medical_team.common.errors import UserInputError
+from medical_team.common.vocab import BenignAttackMode
 
 if TYPE_CHECKING:
     from medical_team.game.dataset import ConvertOptions

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from medical_team.cli.generation_options import add_generation_options, generation_settings, load_error, positive
 from medical_team.cli.judge_options import JudgeOptions
-from medical_team.errors import UserInputError
-from medical_team.judge_kinds import REACHABLE_BACKENDS
+from medical_team.common.errors import UserInputError
+from medical_team.judge.judge_kinds import REACHABLE_BACKENDS
 
 if TYPE_CHECKING:
     from medical_team.evaluate.crossplay import Checkpoint

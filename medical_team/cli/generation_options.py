@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 
 if TYPE_CHECKING:
     from medical_team.evaluate.generation import GenerationSettings

@@ -14,9 +14,9 @@ import sys
 from typing import TYPE_CHECKING
 
 from medical_team.cli.judge_options import JudgeOptions, judge_settings
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.judge.access import TOKEN_ENV
-from medical_team.judge_kinds import JUDGE_BACKENDS, LOCAL_BACKENDS, backend_kind
+from medical_team.judge.judge_kinds import JUDGE_BACKENDS, LOCAL_BACKENDS, backend_kind
 
 if TYPE_CHECKING:
     from medical_team.judge.settings import JudgeSettings

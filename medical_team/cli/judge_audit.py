@@ -12,8 +12,8 @@ from pathlib import Path
 
 from medical_team.cli.arg_types import int_at_least
 from medical_team.cli.judge_options import JudgeOptions, judge_settings
-from medical_team.errors import UserInputError
-from medical_team.judge_kinds import REACHABLE_BACKENDS
+from medical_team.common.errors import UserInputError
+from medical_team.judge.judge_kinds import REACHABLE_BACKENDS
 
 AUDIT_JUDGE = JudgeOptions(
     REACHABLE_BACKENDS, None, "judge backend (default: http, a running judge server, with --url; rules without it)"

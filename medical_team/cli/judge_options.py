@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from medical_team.cli.arg_types import int_at_least
-from medical_team.errors import UserInputError
-from medical_team.judge_kinds import backend_kind
+from medical_team.common.errors import UserInputError
+from medical_team.judge.judge_kinds import backend_kind
 
 if TYPE_CHECKING:
     from medical_team.judge.backends import Runtime
+    from medical_team.judge.judge_kinds import BackendKind
     from medical_team.judge.settings import JudgeSettings
-    from medical_team.judge_kinds import BackendKind
 
 ENDPOINT = "the endpoint, e.g. http://127.0.0.1:8001/v1 (openai) or http://127.0.0.1:8100 (http)"
 

@@ -10,7 +10,7 @@ import argparse
 import shutil
 from pathlib import Path
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 
 FILE_NAME = "medplay_reward_func.py"
 

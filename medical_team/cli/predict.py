@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 from medical_team.cli.generation_options import add_generation_options, generation_settings, load_error
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 
 
 def run(args: argparse.Namespace) -> int:

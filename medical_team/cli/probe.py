@@ -98,8 +98,8 @@ def run(args: argparse.Namespace) -> int:
     """Probe the host, print the table and the verdict, write the JSON report."""
     from rich.console import Console
 
-    from medical_team.cache_folder import cache_dir
-    from medical_team.errors import UserInputError
+    from medical_team.caches.cache_folder import cache_dir
+    from medical_team.common.errors import UserInputError
     from medical_team.hardware.host_facts import collect_facts, with_cache_folder
     from medical_team.hardware.probe import assess, chosen_profile
     from medical_team.hardware.profiles import hardware_profiles

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from medical_team.redaction import redacted_overrides
+from medical_team.run.redaction import redacted_overrides
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -64,7 +64,7 @@ def run_plan(args: argparse.Namespace, overrides: list[str]) -> int:
     """`--plan`: compose the config, plan it on this host's GPUs (or `--gpus N`) and write plan.json."""
     from rich.console import Console
 
-    from medical_team.errors import UserInputError
+    from medical_team.common.errors import UserInputError
     from medical_team.hardware.gpu_set import gpu_set
     from medical_team.hardware.host_facts import CUDA_VISIBLE_DEVICES, nvidia_smi_facts, visible_gpus
     from medical_team.hardware.profiles import hardware_profiles, profile_for_vram

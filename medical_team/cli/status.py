@@ -14,7 +14,7 @@ from pathlib import Path
 
 import psutil
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.run.progress_record import PHASES, progress_path, read_progress
 from medical_team.run.settings import WatchdogSettings
 from medical_team.run.stall_limits import phase_limit

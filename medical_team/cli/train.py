@@ -9,10 +9,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from medical_team.errors import UserInputError
-from medical_team.metrics_records import read_step_records
-from medical_team.redaction import redacted_overrides
+from medical_team.common.errors import UserInputError
 from medical_team.run.benchmark_validation import BENCHMARK_ACCURACY_METRIC
+from medical_team.run.redaction import redacted_overrides
+from medical_team.run_folder.metrics_records import read_step_records
 
 DEFAULT_PROFILE = "cpu-smoke"
 # The probe's report; its `profile` field names the hardware profile it chose.
@@ -99,7 +99,7 @@ def add_profile_arguments(parser: argparse.ArgumentParser) -> None:
 def step_lines(metrics_file: Path, metrics: Sequence[str], digits: int) -> list[str]:
     """One readable line per logged step with `metrics` shown to `digits` significant digits (none without the file).
 
-    A malformed line of the file is a `UserInputError` naming it (`medical_team.metrics_records`).
+    A malformed line of the file is a `UserInputError` naming it (`medical_team.run_folder.metrics_records`).
     """
     if not metrics_file.is_file():
         return []
@@ -143,7 +143,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"medplay train: {' '.join(redacted_overrides(overrides))}", flush=True)
         watched = watched_run(overrides, verbose=args.verbose)
         if watched is not None:  # this process watches; the run trains in a child (docs/reliability.md)
-            from medical_team.run_lock import release_run_lock
+            from medical_team.run_folder.run_lock import release_run_lock
             from medical_team.watchdog.supervisor import become_watchdog
 
             try:

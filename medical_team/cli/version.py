@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from medical_team.stack import run_record
+from medical_team.run.stack import run_record
 
 
 def run(args: argparse.Namespace) -> int:

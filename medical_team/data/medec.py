@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from medical_team.common.errors import UserInputError
+from medical_team.common.vocab import ERROR_TYPES
 from medical_team.data.medec_csv import decode_file, parse_csv
 from medical_team.data.records import MedecNote
 from medical_team.data.text import (
@@ -22,8 +24,6 @@ from medical_team.data.text import (
     repair_mojibake,
     same_text,
 )
-from medical_team.errors import UserInputError
-from medical_team.vocab import ERROR_TYPES
 
 TEXT_ID = "Text ID"
 TEXT = "Text"

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 
 _SURROGATE = re.compile("[\udc80-\udcff]")
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from medical_team.common.errors import UserInputError
+from medical_team.common.vocab import Category, Label
 from medical_team.data.records import GameSeed
-from medical_team.errors import UserInputError
-from medical_team.vocab import Category, Label
 
 VANILLA = "vanilla"
 ADVERSARIAL = "adversarial"

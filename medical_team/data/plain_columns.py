@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 
 # The names a file's id and text are looked for under when no option names them, in this order: medplay's own,
 # then the names most exported datasets use.

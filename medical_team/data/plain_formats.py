@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from medical_team.common.errors import UserInputError
 from medical_team.data.plain_columns import (
     ID_COLUMNS,
     ID_OPTION,
@@ -27,7 +28,6 @@ from medical_team.data.plain_columns import (
     wanted,
 )
 from medical_team.data.text import normalise_newlines
-from medical_team.errors import UserInputError
 
 CSV_SUFFIXES = frozenset({".csv"})
 JSONL_SUFFIXES = frozenset({".jsonl", ".ndjson"})

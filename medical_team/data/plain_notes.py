@@ -17,6 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
+from medical_team.common.errors import UserInputError
 from medical_team.data.plain_columns import NoteColumns
 from medical_team.data.plain_formats import (
     CSV_SUFFIXES,
@@ -30,7 +31,6 @@ from medical_team.data.plain_formats import (
     open_text,
     without_bom,
 )
-from medical_team.errors import UserInputError
 
 OnBadRow = Literal["skip", "refuse"]
 ON_BAD_ROW_CHOICES: tuple[str, ...] = ("refuse", "skip")  # the first is the default

@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from medical_team.common.errors import UserInputError
+from medical_team.common.vocab import Category, Label
 from medical_team.data.plain_notes import PlainNote
 from medical_team.data.records import GameSeed
 from medical_team.data.seeds import assign_categories
 from medical_team.data.sentences import split_sentences
-from medical_team.errors import UserInputError
-from medical_team.vocab import Category, Label
 
 # PlainNote.location: "notes.csv row 3", "notes.jsonl line 7" or "folder/a.txt" (medical_team/data/plain_notes.py).
 _LOCATION = re.compile(r"^(?P<file>.*) (?:row|line) (?P<row>\d+)$")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import MISSING, dataclass
 from typing import Any
 
-from medical_team.vocab import Category, Label
+from medical_team.common.vocab import Category, Label
 
 
 @dataclass(frozen=True)

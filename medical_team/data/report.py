@@ -6,10 +6,10 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from medical_team.common.vocab import ERROR_TYPES, Category, Label
 from medical_team.data.medec import LoadResult
 from medical_team.data.plain_notes import PlainNotes
 from medical_team.data.records import GameSeed, MedecNote
-from medical_team.vocab import ERROR_TYPES, Category, Label
 
 NO_TYPE = "none"  # error-type column for seeds of clean notes and files without `Error Type`
 

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import numpy as np
 
+from medical_team.common.vocab import Category, Label
 from medical_team.data.records import GameSeed, MedecNote
-from medical_team.vocab import Category, Label
 
 
 def no_error_seed(note_id: str, source_file: str, text: str, sentences: tuple[str, ...] = ()) -> GameSeed:

@@ -12,8 +12,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from medical_team.common.errors import UserInputError
 from medical_team.data.verl_parquet import Row, write_row_groups
-from medical_team.errors import UserInputError
 
 SFT_TRAIN_PARQUET = "sft_train.parquet"
 SFT_VAL_PARQUET = "sft_val.parquet"

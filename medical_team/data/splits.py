@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from medical_team.common.errors import UserInputError
 from medical_team.data.records import GameSeed, MedecNote
-from medical_team.errors import UserInputError
 
 TRAIN = "train"
 VAL = "val"

@@ -14,8 +14,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from medical_team.errors import UserInputError
-from medical_team.vocab import BENCHMARK_DATA_SOURCE, DATA_SOURCE, ERROR_TYPES, Category, Label
+from medical_team.common.errors import UserInputError
+from medical_team.common.vocab import BENCHMARK_DATA_SOURCE, DATA_SOURCE, ERROR_TYPES, Category, Label
 
 Row = dict[str, Any]
 

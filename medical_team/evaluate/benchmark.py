@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
+from medical_team.common.vocab import BENCHMARK_DATA_SOURCE
 from medical_team.evaluate.gold import GoldNote
 from medical_team.game.prompts import Message
-from medical_team.vocab import BENCHMARK_DATA_SOURCE
 
 
 @dataclass(frozen=True)

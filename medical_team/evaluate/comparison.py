@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.evaluate.benchmark import load_benchmark
 from medical_team.evaluate.gold import GoldNote
 from medical_team.evaluate.predictions import NotePrediction

@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from medical_team.common.vocab import Role
 from medical_team.evaluate.league_seeds import LeagueSeeds
 from medical_team.game.batch import Generator, play_batch
 from medical_team.game.driver import PlayedGame, Reply
 from medical_team.game.judging import Judge, JudgeRequest, JudgeVerdict
 from medical_team.game.prompts import Message, prompt_role
 from medical_team.game.settle import GameConfig
-from medical_team.vocab import Role
 
 Loader = Callable[[Path | str], Generator]
 

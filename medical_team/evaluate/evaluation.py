@@ -8,8 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from medical_team.benchmark_answers import RESPONSES_JSONL, generation_record, read_benchmark_answers
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.evaluate.baselines import baseline_scores
 from medical_team.evaluate.benchmark import Benchmark, load_benchmark
 from medical_team.evaluate.generation import GenerationSettings, generate_all
@@ -20,6 +19,7 @@ from medical_team.evaluate.scoring import score_predictions
 from medical_team.evaluate.submission import SUBMISSION_TXT, SubmissionSummary, write_submission
 from medical_team.evaluate.summary import markdown_summary
 from medical_team.game.batch import Generator
+from medical_team.run_folder.benchmark_answers import RESPONSES_JSONL, generation_record, read_benchmark_answers
 
 EVAL_JSON = "eval.json"
 EVAL_MD = "eval.md"
@@ -83,7 +83,7 @@ def write_outputs(
 
 
 def score_validation_answers(folder: Path) -> tuple[dict[str, Any], list[str], Benchmark]:
-    """A training run's validation answers in `folder` (medical_team/benchmark_answers.py), scored like `evaluate`.
+    """A training run's validation answers in `folder` (medical_team/run_folder/benchmark_answers.py), scored like `evaluate`.
 
     Returns eval.json's content, the responses and the notes answered (in benchmark order).
     """

@@ -18,12 +18,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.evaluate import export_facts
 from medical_team.evaluate.model_card import model_card
 from medical_team.evaluate.model_source import resolve_model
-from medical_team.redaction import redacted
-from medical_team.stack import run_record
+from medical_team.run.redaction import redacted
+from medical_team.run.stack import run_record
 
 ADAPTER_DIR = "lora_adapter"  # beside `huggingface` in verl's actor folder (task_runner/lora_export.py)
 CARD = "README.md"

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.evaluate.model_source import resolve_model
-from medical_team.metrics_records import read_step_records
 from medical_team.models.registry import MODELS
+from medical_team.run_folder.metrics_records import read_step_records
 
 RUN_CONFIG = "config.yaml"  # launch.record_run writes both into medplay.output_dir
 RUN_VERSIONS = "versions.json"

@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from medical_team.common.errors import UserInputError
 from medical_team.data.records import MedecNote
-from medical_team.errors import UserInputError
 
 # Keys of a benchmark row's `extra_info` that scoring reads.
 GOLD_KEYS: tuple[str, ...] = (

@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from medical_team.common.errors import UserInputError
+from medical_team.common.vocab import DATA_SOURCE, BenignAttackMode
 from medical_team.data.records import GameSeed
-from medical_team.errors import UserInputError
-from medical_team.vocab import DATA_SOURCE, BenignAttackMode
 
 
 @dataclass(frozen=True)

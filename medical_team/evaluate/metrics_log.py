@@ -6,8 +6,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from medical_team.errors import UserInputError
-from medical_team.metrics_records import read_step_records
+from medical_team.common.errors import UserInputError
+from medical_team.run_folder.metrics_records import read_step_records
 
 
 @dataclass
@@ -44,7 +44,7 @@ class MetricsHistory:
 
 
 def read_metrics(path: str | Path) -> MetricsHistory:
-    """Read a metrics JSONL file (`medical_team.metrics_records`); a malformed line raises `UserInputError` naming it."""
+    """Read a metrics JSONL file (`medical_team.run_folder.metrics_records`); a malformed line raises `UserInputError` naming it."""
     path = Path(path)
     try:
         records = read_step_records(path)

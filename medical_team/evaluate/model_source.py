@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from medical_team.checkpoint_folder import read_tracker, step_dirs
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
+from medical_team.run_folder.checkpoint_folder import read_tracker, step_dirs
 
 WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "model*.bin", "*.gguf")
 

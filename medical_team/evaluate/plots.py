@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from medical_team.common.vocab import ERROR_TYPES, Category
 from medical_team.evaluate.metrics_log import MetricsHistory
-from medical_team.vocab import ERROR_TYPES, Category
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -14,12 +14,12 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from medical_team.benchmark_answers import generation_record
 from medical_team.data.plain_notes import PlainNote, PlainNotes
 from medical_team.evaluate.generation import GenerationSettings, generate_all
 from medical_team.evaluate.predictions import read_response
 from medical_team.game.batch import Generator
 from medical_team.game.prompts import assessor_messages
+from medical_team.run_folder.benchmark_answers import generation_record
 
 PREDICTIONS_JSONL = "predictions.jsonl"
 PREDICT_SUMMARY_JSON = "predict_summary.json"

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from medical_team.common.vocab import Label
 from medical_team.evaluate.gold import GoldNote
 from medical_team.evaluate.sentence_ids import sentence_id_of
 from medical_team.game.answers import parse_assessor_answer
 from medical_team.game.cot import parse_response
-from medical_team.vocab import Label
 
 # Format-violation name for an answer without one readable verdict (a violation: docs/game.md, "Assessor answers").
 UNREADABLE_VERDICT = "unreadable_verdict"

@@ -16,10 +16,10 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from pathlib import Path
 
+from medical_team.common.vocab import Label
 from medical_team.evaluate.metrics_log import MetricsHistory
 from medical_team.evaluate.training_report import PlotResult
 from medical_team.game.game_records import GameRecord
-from medical_team.vocab import Label
 
 PAGE_NAME = "report.html"
 _TOKEN = re.compile(r"\s+|\S+")  # words and the whitespace between them: the diff keeps the note's layout

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from statistics import fmean
 from typing import Any
 
+from medical_team.common.vocab import ERROR_TYPES
 from medical_team.evaluate.gold import GoldNote
 from medical_team.evaluate.predictions import NotePrediction
-from medical_team.vocab import ERROR_TYPES
 
 # Relative-position histogram: sentence id / (sentences - 1) falls in one of these bins.
 POSITION_BINS = 5

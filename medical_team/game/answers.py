@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from medical_team.vocab import ERROR_TYPES, Label
+from medical_team.common.vocab import ERROR_TYPES, Label
 
 _FIELDS = ("verdict", "sentence", "error_type", "correction")
 # `key: value`, tolerating bullets, markdown emphasis, any case and spaces or hyphens inside the key.

@@ -17,13 +17,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from medical_team.common.vocab import Role
 from medical_team.data.records import GameSeed
 from medical_team.game.driver import PlayedGame, Reply, play_game
 from medical_team.game.judging import Judge, JudgeRequest, JudgeVerdict
 from medical_team.game.metrics import game_metrics
 from medical_team.game.prompts import Message
 from medical_team.game.settle import GameConfig, JudgeStats, call_judge
-from medical_team.vocab import Role
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")

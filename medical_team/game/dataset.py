@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from medical_team.common.errors import UserInputError
+from medical_team.common.vocab import ABILITY, BENCHMARK_DATA_SOURCE, DATA_SOURCE, BenignAttackMode, Label
 from medical_team.data.medec import LoadResult, load_medec
 from medical_team.data.openrlhf import read_openrlhf_jsonl, to_openrlhf, write_openrlhf_jsonl
 from medical_team.data.records import GameSeed, MedecNote
@@ -19,11 +21,9 @@ from medical_team.data.seeds import build_seeds
 from medical_team.data.sft_parquet import SFT_TRAIN_PARQUET, SFT_VAL_PARQUET, write_sft_parquet
 from medical_team.data.splits import TRAIN, VAL, case_groups, split_seeds
 from medical_team.data.verl_parquet import Row, write_verl_parquet
-from medical_team.errors import UserInputError
 from medical_team.game.note_lengths import long_notes_report
 from medical_team.game.prompts import assessor_messages, first_turn_messages
 from medical_team.game.sft import sft_rows
-from medical_team.vocab import ABILITY, BENCHMARK_DATA_SOURCE, DATA_SOURCE, BenignAttackMode, Label
 
 BENCHMARK = "benchmark"
 TRAIN_PARQUET = "train.parquet"

@@ -15,9 +15,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import replace
 
+from medical_team.common.vocab import Category
 from medical_team.game.rewards import OUTCOME
 from medical_team.game.settle import GameOutcome
-from medical_team.vocab import Category
 
 MIN_SEED_GAMES = 2  # decided games of one seed needed to use the seed's own rate
 

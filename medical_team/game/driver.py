@@ -16,13 +16,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
+from medical_team.common.vocab import Role
 from medical_team.data.records import GameSeed
 from medical_team.game.cot import parse_response
 from medical_team.game.judging import JudgeRequest, JudgeVerdict
 from medical_team.game.monitors import GameTrace
 from medical_team.game.prompts import Message, assessor_messages, attacker_messages
 from medical_team.game.settle import GameConfig, GameOutcome, judge_request, note_for_assessor, settle
-from medical_team.vocab import Role
 
 
 class Generation(Protocol):

@@ -19,10 +19,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
+from medical_team.common.vocab import Category, Label
 from medical_team.game.monitors import GameTrace
 from medical_team.game.settle import GameOutcome
-from medical_team.vocab import Category, Label
 
 GAMES_FOLDER = "games"
 STEP_FILE = "step_{step}.jsonl"

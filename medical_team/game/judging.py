@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from medical_team.common.vocab import Label
 from medical_team.data.records import GameSeed
-from medical_team.vocab import Label
 
 JUDGE_ANSWER_KEYS = ("error_present", "faithful", "error_sentence")  # the model judge's answer lines, in order
 JUDGE_PROMPT_HEADINGS = ("ORIGINAL NOTE", "WHAT IS KNOWN", "REWRITTEN NOTE")  # the sections of its user message

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
+from medical_team.common.vocab import ERROR_TYPES, Category, Label
 from medical_team.game.settle import GameOutcome, JudgeStats
-from medical_team.vocab import ERROR_TYPES, Category, Label
 
 ADVERSARIAL_CATEGORIES = tuple(c for c in Category if c.adversarial)
 

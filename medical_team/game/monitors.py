@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from medical_team.common.vocab import Label
 from medical_team.game.settle import GameOutcome
-from medical_team.vocab import Label
 
 DISTINCT_ORDERS = (1, 2)
 MIN_READABLE_VERDICTS = 2  # readable verdicts a step needs before its verdict shares are measured

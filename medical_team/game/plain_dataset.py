@@ -10,12 +10,12 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+from medical_team.common.errors import UserInputError
 from medical_team.data.medec import LoadResult, load_medec
 from medical_team.data.plain_formats import FILE_NAME, FILE_TEXT
 from medical_team.data.plain_notes import OnBadRow, PlainNote, PlainNotes, read_plain_notes
 from medical_team.data.plain_seeds import note_origin, plain_case_groups, plain_seeds
 from medical_team.data.report import file_summary, plain_file_summary
-from medical_team.errors import UserInputError
 from medical_team.game.dataset import (
     ConvertOptions,
     GameDataset,

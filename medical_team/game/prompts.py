@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from medical_team.common.vocab import ERROR_TYPES, BenignAttackMode, Category, Role
 from medical_team.data.records import GameSeed
-from medical_team.vocab import ERROR_TYPES, BenignAttackMode, Category, Role
 
 THINKING_PREFIX = "Let's think step by step.\n<think> "
 # What a native thinking mode (Qwen3 `enable_thinking`) opens the response with, when its template does not.

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from enum import Enum
 
-from medical_team.vocab import Label
+from medical_team.common.vocab import Label
 
 CORRECTNESS = 1.0  # assessor: verdict right / wrong
 FAITHFULNESS = 0.5  # attacker (general_sum): faithful and realises the intended label / not

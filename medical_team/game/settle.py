@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from medical_team.common.vocab import BenignAttackMode, Category, Label, Role
 from medical_team.data.records import GameSeed
 from medical_team.game.answers import AssessorAnswer, parse_assessor_answer, sentence_matches
 from medical_team.game.cot import ParsedResponse, parse_response
 from medical_team.game.judging import Judge, JudgeRequest, JudgeVerdict, judge_injection
 from medical_team.game.rewards import GameRewards, RewardConfig, ScoreInputs, score_game
-from medical_team.vocab import BenignAttackMode, Category, Label, Role
 
 UNREADABLE_VERDICT = "unreadable_verdict"  # listed with the format rules an assessor response breaks
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from medical_team.common.vocab import BenignAttackMode, Category, Label, Role
 from medical_team.data.openrlhf import reference_answer
 from medical_team.data.records import GameSeed
 from medical_team.data.verl_parquet import Row
 from medical_team.game.cot import ANSWER_CLOSE, ANSWER_OPEN, THINK_CLOSE
 from medical_team.game.prompts import Message, assessor_messages, attacker_messages
-from medical_team.vocab import BenignAttackMode, Category, Label, Role
 
 SFT_DATA_SOURCE = "medec_sft"
 

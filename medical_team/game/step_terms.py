@@ -26,11 +26,11 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
+from medical_team.common.vocab import Label, Role
 from medical_team.game.difficulty_band import with_band_outcomes
 from medical_team.game.monitors import error_verdict_share
 from medical_team.game.rewards import VERDICT_BALANCE, VERDICT_SHARE_BAND, RewardConfig, RewardScheme, format_term
 from medical_team.game.settle import GameOutcome
-from medical_team.vocab import Label, Role
 
 REALISED, MISSED = "realised", "missed"  # the attacker's answer kinds
 

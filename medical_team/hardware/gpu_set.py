@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.hardware.host_facts import GpuFacts
 
 # verl's key for the GPUs each node trains the policy on; medplay sets it from the host unless the run names it.

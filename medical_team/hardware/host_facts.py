@@ -65,7 +65,7 @@ class HostFacts:
     cpu_count: int
     ram_total_gib: float
     ram_available_gib: float
-    cache_dir: str | None = None  # the compilation caches' folder (medical_team/cache_folder.py)
+    cache_dir: str | None = None  # the compilation caches' folder (medical_team/caches/cache_folder.py)
     cache_free_gib: float | None = None
 
 

@@ -11,7 +11,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
-from medical_team.cache_folder import CACHE_ENV, MIN_CACHE_FREE_GIB
+from medical_team.caches.cache_folder import CACHE_ENV, MIN_CACHE_FREE_GIB
 from medical_team.hardware.attention import FLASH_ATTENTION
 from medical_team.hardware.gpu_set import gpu_set
 from medical_team.hardware.host_facts import GpuFacts, HostFacts

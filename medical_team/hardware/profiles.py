@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cache
 
+from medical_team.common.schema import above, at_least, bind
 from medical_team.configs import available_profiles, packaged_section, profile_file
-from medical_team.schema import above, at_least, bind
 
 
 @dataclass(frozen=True)

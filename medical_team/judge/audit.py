@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from medical_team.common.vocab import ERROR_TYPES
 from medical_team.game.judging import Judge, JudgeVerdict
 from medical_team.judge.gold import GOLD_KINDS, GoldItem
-from medical_team.vocab import ERROR_TYPES
 
 ANSWERS = ("yes", "no", "tie")  # columns of a confusion table: what the judge answered
 

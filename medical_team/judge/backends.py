@@ -1,6 +1,6 @@
 """Build the judge that `JudgeSettings` name: `rules`, `hf` (local model), `openai`/`vllm` (OpenAI-compatible), `http`.
 
-Which function builds which backend is the backend's entry in medical_team/judge_kinds.py (`builder`), resolved here.
+Which function builds which backend is the backend's entry in medical_team/judge/judge_kinds.py (`builder`), resolved here.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from medical_team.game.judging import Judge
+from medical_team.judge.judge_kinds import BackendKind
 from medical_team.judge.model_judge import ModelJudge
 from medical_team.judge.retry import RetryPolicy
 from medical_team.judge.rules import RulesJudge
 from medical_team.judge.settings import JudgeSettings
-from medical_team.judge_kinds import BackendKind
 
 
 @dataclass(frozen=True)

@@ -22,9 +22,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from medical_team.common.vocab import Category, Label
 from medical_team.data.records import GameSeed
 from medical_team.game.judging import JudgeRequest, JudgeVerdict
-from medical_team.vocab import Category, Label
 
 GOLD_KINDS: tuple[str, ...] = ("injected_error", "removed_error", "identity", "truncated", "off_topic")
 SPLITS: tuple[str, ...] = ("train", "val", "all")

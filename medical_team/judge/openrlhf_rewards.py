@@ -8,11 +8,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from medical_team.common.vocab import Category, Label
 from medical_team.data.records import GameSeed
 from medical_team.game.prompts import THINKING_PREFIX
 from medical_team.game.rewards import RewardConfig
 from medical_team.game.settle import AssessorScore, score_assessor
-from medical_team.vocab import Category, Label
 
 
 class RewardInputError(ValueError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 
+from medical_team.common.vocab import ERROR_TYPES, Label
 from medical_team.data.records import GameSeed
 from medical_team.game.judging import (
     JUDGE_ANSWER_LINE,
@@ -19,7 +20,6 @@ from medical_team.game.judging import (
     JudgeRequest,
     JudgeVerdict,
 )
-from medical_team.vocab import ERROR_TYPES, Label
 
 Message = dict[str, str]
 

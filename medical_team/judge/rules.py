@@ -6,10 +6,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from medical_team.common.vocab import Label
 from medical_team.game.judging import JudgeRequest, JudgeVerdict
 from medical_team.judge.settings import RuleSettings, packaged_judge_settings
 from medical_team.judge.stats import JudgeCounters
-from medical_team.vocab import Label
 
 
 @dataclass(frozen=True)

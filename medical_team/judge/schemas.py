@@ -6,9 +6,9 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from medical_team.common.vocab import Category, Label
 from medical_team.data.records import GameSeed
 from medical_team.game.judging import JudgeRequest, JudgeVerdict
-from medical_team.vocab import Category, Label
 
 MAX_NOTE_CHARS = 100_000  # a MEDEC note is a few thousand characters
 MAX_SHORT_CHARS = 1_000  # ids, file names, error types

@@ -8,12 +8,12 @@ import time
 from collections.abc import Callable, Sequence
 from enum import Enum
 
+from medical_team.common.vocab import Label
 from medical_team.data.seeds import no_error_seed
 from medical_team.game.judging import Judge, JudgeRequest, JudgeVerdict
 from medical_team.game.rewards import RewardConfig
 from medical_team.game.settle import AssessorScore
 from medical_team.judge.openrlhf_rewards import score_queries
-from medical_team.vocab import Label
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Training binds it as part of the `medplay:` section (`run/settings.py`); callers without a composed
 config (the judge commands, tests, scripts) bind the packaged YAML's section with their changes through
-`packaged_judge_settings`. Both go through `medical_team.schema.bind`; the values live in the YAML only.
+`packaged_judge_settings`. Both go through `medical_team.common.schema.bind`; the values live in the YAML only.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from medical_team.common.schema import Rules, above, at_least, bind, check
 from medical_team.configs import packaged_section
-from medical_team.judge_kinds import BACKEND_KINDS, JUDGE_BACKENDS, backend_kind
-from medical_team.schema import Rules, above, at_least, bind, check
+from medical_team.judge.judge_kinds import BACKEND_KINDS, JUDGE_BACKENDS, backend_kind
 
 if TYPE_CHECKING:
+    from medical_team.judge.judge_kinds import BackendKind
     from medical_team.judge.retry import RetryPolicy
-    from medical_team.judge_kinds import BackendKind
 
 
 def _share() -> Any:

@@ -14,7 +14,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.hardware.plan_inputs import JUDGE_SHARE_KEY, ROLLOUT_SHARE_KEY
 from medical_team.run.emulated_card import FRACTION_ENV
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
+from medical_team.common.errors import UserInputError
 from medical_team.configs import PROFILE_GROUP, available_profiles
-from medical_team.errors import UserInputError
 
 CONFIG_MODULE = "medical_team.configs"
 CONFIG_NAME = "medplay"
@@ -80,7 +80,7 @@ def compose_config(overrides: Sequence[str]) -> DictConfig:
 
 def use_cache_folder(config: DictConfig) -> None:
     """Resolve `medplay.cache_dir` and point vLLM's, torch.compile's and Triton's caches there in every process."""
-    from medical_team.cache_folder import cache_dir, cache_environment
+    from medical_team.caches.cache_folder import cache_dir, cache_environment
 
     folder = cache_dir(config.medplay.get("cache_dir"))
     with open_dict(config):

@@ -28,9 +28,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from medical_team.checkpoint_folder import last_checkpoint
-from medical_team.metrics_records import read_step_records
 from medical_team.run.failures import ActorProcessDiedError
+from medical_team.run_folder.checkpoint_folder import last_checkpoint
+from medical_team.run_folder.metrics_records import read_step_records
 
 POLL_S = 2.0
 GIVE_UP_AFTER_S = 30.0

@@ -18,14 +18,14 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from medical_team.checkpoint_folder import step_dirs
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.hardware.checkpoint_size import MIB, checkpoint_parts, side_files_bytes
 from medical_team.hardware.plan_inputs import plan_inputs
 from medical_team.models.shape import GIB
 from medical_team.reliability.checkpoints import has_weights
 from medical_team.reliability.resource_watch import DISK_FLOOR_KEY
 from medical_team.reliability.retention import is_finished, keeps_all
+from medical_team.run_folder.checkpoint_folder import step_dirs
 
 # Records a step adds beside its game records, bounds over what 400 cpu-smoke steps wrote (16.8 MiB in all): the
 # metrics line (~5.5 KB a step, beside the metrics file) and the log's lines and TensorBoard's events (~8 KB and

@@ -19,7 +19,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.hardware.gpu_batches import SCALED_KEYS, BatchSettings, batch_problems, batch_settings, scaled_batches
 from medical_team.hardware.gpu_set import POLICY_GPUS_KEY, GpuSet, Placement, device_id, gpu_set, placement
 from medical_team.hardware.host_facts import CUDA_VISIBLE_DEVICES, GpuFacts

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from medical_team.console import say
+from medical_team.launcher.console.console import say
 from medical_team.reliability.stop_request import EXIT_AFTER_GRACE, STOP_FILE, request_stop
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.game.judging import JudgeRequest
 from medical_team.game.settle import intended_label
 from medical_team.judge.prompt import judge_messages

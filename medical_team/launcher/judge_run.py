@@ -7,10 +7,10 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from medical_team.console import say
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
+from medical_team.judge.judge_kinds import backend_kind
 from medical_team.judge.settings import JudgeSettings, missing_judge_fields
-from medical_team.judge_kinds import backend_kind
+from medical_team.launcher.console.console import say
 
 RECORD_NAME = "judge.json"
 RULES_WARNING = (

@@ -11,8 +11,8 @@ import re
 import threading
 from pathlib import Path
 
-from medical_team.appended_lines import FileFollower
-from medical_team.console import say
+from medical_team.launcher.console.appended_lines import FileFollower
+from medical_team.launcher.console.console import say
 from medical_team.run.judge_wait_lines import OVER, WAIT_MARK
 
 # Ray's prefix of a forwarded line, "(AgentLoopWorker pid=123, ip=...) ": which worker said it.

@@ -19,7 +19,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.hardware.plan_inputs import JUDGE_KV_KEY, ROLLOUT_KV_KEY
 from medical_team.judge.settings import JudgeSettings
 from medical_team.launcher.memory_inputs import run_memory_plan

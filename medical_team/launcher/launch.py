@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING
 
 from omegaconf import DictConfig
 
-from medical_team.checkpoint_folder import TRACKER_NAME, last_checkpoint, read_tracker
-from medical_team.compile_cache import release_compile_cache
-from medical_team.console import output_to_log, say
-from medical_team.errors import UserInputError
+from medical_team.caches.compile_cache import release_compile_cache
+from medical_team.common.errors import UserInputError
 from medical_team.launcher.compose import compose_config, named_keys
+from medical_team.launcher.console.console import output_to_log, say
 from medical_team.launcher.startup import TrainerStages, stage
-from medical_team.run_lock import hold_run_lock, release_run_lock
+from medical_team.run_folder.checkpoint_folder import TRACKER_NAME, last_checkpoint, read_tracker
+from medical_team.run_folder.run_lock import hold_run_lock, release_run_lock
 
 if TYPE_CHECKING:
     from medical_team.launcher.run_plan import PlannedRun

@@ -47,7 +47,7 @@ def model_info_warmed(model: Path, log_file: Path) -> Iterator[subprocess.Popen[
     Yields the warm-up's process (its output appended to `log_file`), or None for a model that is not a local
     folder (a hub id: vLLM resolves it itself) or whose classes the cache folder holds already (a warm-up would
     only import vLLM for nothing, beside the trainer's start). The process inherits this one's environment, whose
-    `VLLM_CACHE_ROOT` is the rollout's (medical_team.cache_folder).
+    `VLLM_CACHE_ROOT` is the rollout's (medical_team.caches.cache_folder).
     """
     if not (model / "config.json").is_file() or inspected_before(model):
         yield None

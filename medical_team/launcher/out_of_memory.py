@@ -16,11 +16,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from medical_team.errors import UserInputError
-from medical_team.metrics_records import read_step_records
+from medical_team.common.errors import UserInputError
 from medical_team.run.failures import NO_TRAJECTORIES, JudgeServerError
 from medical_team.run.oom_injection import JUDGE_SERVER
 from medical_team.run.step_phases import PHASE_METHODS
+from medical_team.run_folder.metrics_records import read_step_records
 
 PHASES = (*PHASE_METHODS, JUDGE_SERVER)
 # What to turn, per phase (medplay's settings and verl's); `medplay probe --plan` sizes them for a card.

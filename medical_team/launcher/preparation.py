@@ -7,8 +7,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from medical_team.console import say
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
+from medical_team.launcher.console.console import say
 
 
 def check_data(data: DictConfig, section: str = "data") -> None:
@@ -45,15 +45,15 @@ def prepare_model(config: DictConfig) -> None:
 
 
 def save_config(config: DictConfig, path: Path) -> None:
-    """Write `config` as YAML, the values of secret-named settings redacted (`redaction.py`)."""
-    from medical_team.redaction import redacted
+    """Write `config` as YAML, the values of secret-named settings redacted (`run/redaction.py`)."""
+    from medical_team.run.redaction import redacted
 
     OmegaConf.save(OmegaConf.create(redacted(OmegaConf.to_container(config))), path)
 
 
 def record_run(config: DictConfig) -> None:
     """Write the composed config and what the run ran on (versions, image tag, git commit) into the output folder."""
-    from medical_team.stack import run_record
+    from medical_team.run.stack import run_record
 
     output = Path(config.medplay.output_dir)
     output.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
 Only records appended after the watcher started are shown, so a resumed run does not repeat the
 steps an earlier run logged. Each step's line also says the time since the watcher started (the trainer's start)
 and, while steps remain, an estimate of the time left: the mean `timing_s/step` of this run's steps times the
-steps left. Each whole line is parsed by `medical_team.metrics_records.parse_record`,
+steps left. Each whole line is parsed by `medical_team.run_folder.metrics_records.parse_record`,
 as every reader of the file parses it; a line that is not a record is named (file and line) on
 stderr. A step whose record shows a collapse alarm firing (`alarm/<name>` at least
 `medplay.monitors.patience`) gets a warning line on stderr as well. The first step whose record forecasts that host
@@ -18,14 +18,14 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
-from medical_team.appended_lines import FileFollower
-from medical_team.console import say
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.game.alarm import STREAK_PREFIX, AlarmFiring
-from medical_team.metrics_records import parse_record
+from medical_team.launcher.console.appended_lines import FileFollower
+from medical_team.launcher.console.console import say
 from medical_team.reliability.resource_watch import Resource, floor_step_metric
 from medical_team.run.benchmark_validation import BENCHMARK_ACCURACY_METRIC
 from medical_team.run.settings import MonitorSettings
+from medical_team.run_folder.metrics_records import parse_record
 
 # (metric, format) shown after the bar; the per-step summary after training shows more.
 KEY_METRICS = (

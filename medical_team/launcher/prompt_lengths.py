@@ -19,14 +19,14 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from medical_team.common.errors import UserInputError
+from medical_team.common.vocab import BenignAttackMode, Role
 from medical_team.data.records import GameSeed
 from medical_team.data.verl_parquet import read_verl_parquet
-from medical_team.errors import UserInputError
 from medical_team.game.prompt_fit import prompt_ids
 from medical_team.game.prompts import Message, assessor_messages, attacker_messages
 from medical_team.run.rows import seed_of_row
 from medical_team.run.settings import SelfPlaySettings
-from medical_team.vocab import BenignAttackMode, Role
 
 PROMPT_LENGTH_KEY = "data.max_prompt_length"
 RESPONSE_LENGTH_KEY = "data.max_response_length"

@@ -8,9 +8,9 @@ import sys
 import threading
 from typing import NoReturn
 
-from medical_team.console import say
 from medical_team.judge.gold_probe import JudgeGoldFloorError
 from medical_team.judge.outage import JudgeUnavailableError
+from medical_team.launcher.console.console import say
 from medical_team.reliability.guards import NonFiniteTrainingError
 from medical_team.reliability.stop_request import StoppedWhileWaitingError
 from medical_team.run.failures import (

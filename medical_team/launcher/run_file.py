@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 
 PROFILE_KEY = "profile"
 _ADD_PREFIXES = ("++", "+")

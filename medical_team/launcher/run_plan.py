@@ -5,7 +5,7 @@ whether it runs on the CPU, the host's GPUs and what runs on each with the step'
 the card the memory plan is for, both vLLM engines' KV caches in bytes (the memory
 plan, kv_caches.py), the emulated card's vLLM shares and the workers' memory cap (card_emulation.py), the
 served judge's address and model folder (served_judge_plan.py), whether Ray starts a private cluster or
-joins `RAY_ADDRESS`, and, for `medplay train`, its claim on vLLM's compile cache (medical_team/compile_cache.py).
+joins `RAY_ADDRESS`, and, for `medplay train`, its claim on vLLM's compile cache (medical_team/caches/compile_cache.py).
 `plan_config` checks the composed config, `derive_run_plan` computes them all from it and
 its checked settings, and `planned_config` applies them to a copy and makes its `medplay:` section read-only.
 The launcher binds that config once more and every later step (the judge's server, Ray, verl's workers, which
@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from medical_team.compile_cache import COMPILE_CACHE_ENV, CompileCacheUse
-from medical_team.errors import UserInputError
+from medical_team.caches.compile_cache import COMPILE_CACHE_ENV, CompileCacheUse
+from medical_team.common.errors import UserInputError
 from medical_team.hardware.host_facts import GpuFacts
 from medical_team.launcher.environment import ENV_VARS_KEY, RAY_INIT
 
@@ -185,9 +185,9 @@ def plan_config(
     Every problem of the config at once: verl's part (keys it does not define, values medplay needs), then
     the `medplay:` section. `total_gib`, `gpus`: this host's GPUs (`derive_run_plan`; neither: NVML's). `named`:
     the keys the run's overrides name. `claim_cache`: this process runs the training and takes vLLM's compile
-    cache for it when no other run holds it (medical_team/compile_cache.py).
+    cache for it when no other run holds it (medical_team/caches/compile_cache.py).
     """
-    from medical_team.compile_cache import claim_compile_cache
+    from medical_team.caches.compile_cache import claim_compile_cache
     from medical_team.launcher.environment import runtime_env_vars
     from medical_team.launcher.judge_run import check_judge
     from medical_team.launcher.verl_keys import check_config
@@ -207,7 +207,7 @@ def plan_config(
 
 def compiles(config: DictConfig, judge: JudgeSettings) -> bool:
     """Whether a vLLM engine of the run may compile: the rollout's unless eager, a served judge's unless eager."""
-    from medical_team.judge_kinds import backend_kind
+    from medical_team.judge.judge_kinds import backend_kind
 
     served_judge_compiles = backend_kind(judge.backend).served_here and not judge.serve.enforce_eager
     return not config.actor_rollout_ref.rollout.enforce_eager or served_judge_compiles

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from medical_team.cache_folder import judge_server_cache_environment
-from medical_team.console import say
+from medical_team.caches.cache_folder import judge_server_cache_environment
 from medical_team.hardware.host_facts import CUDA_VISIBLE_DEVICES
+from medical_team.launcher.console.console import say
 from medical_team.launcher.served_judge_command import vllm_command
 from medical_team.launcher.served_judge_process import STAGE, JudgeServer
 from medical_team.launcher.startup import started_line

@@ -10,7 +10,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.judge.settings import JudgeSettings
 
 

@@ -20,13 +20,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from medical_team.appended_lines import AppendedLines
-from medical_team.console import say
 from medical_team.judge_server import served_judge_exec
+from medical_team.launcher.console.appended_lines import AppendedLines
+from medical_team.launcher.console.console import say
+from medical_team.launcher.process_group import stop_process_group
 from medical_team.launcher.served_judge_command import MODEL_KNOB, FatalLine, fatal_line
 from medical_team.launcher.served_judge_plan import served_url
 from medical_team.launcher.startup import ready_line
-from medical_team.process_group import stop_process_group
 from medical_team.run.failures import JUDGE_START_UP, OUT_OF_MEMORY_EXIT, JudgeServerError
 from medical_team.run.judge_server_ready import answers, healthy
 

@@ -17,14 +17,14 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
-from medical_team.checkpoint_folder import last_checkpoint
+from medical_team.common.errors import UserInputError
 from medical_team.configs import PROFILE_GROUP
-from medical_team.errors import UserInputError
 from medical_team.launcher.compose import CONFIG_MODULE, compose_config
 from medical_team.launcher.environment import apply_environment, runtime_env_vars
 from medical_team.launcher.preparation import check_data, check_model, prepare_model, save_config
 from medical_team.run.verl_version import check_verl_version
-from medical_team.run_lock import hold_run_lock, release_run_lock
+from medical_team.run_folder.checkpoint_folder import last_checkpoint
+from medical_team.run_folder.run_lock import hold_run_lock, release_run_lock
 
 SFT_GROUP = "sft"
 BASE_SFT = "base"

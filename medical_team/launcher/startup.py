@@ -4,7 +4,7 @@ The launcher times what it runs itself (Ray, the judge's server: `stage`). verl'
 inside a Ray actor whose output reaches only the run's log, so its stages are read back from that log
 (`TrainerStages`): verl's own INFO lines (verl/trainer/ppo/v1/trainer_base.py, `_setup`) mark where
 each stage ends, and the next one begins there. The lines matched are a contact with verl, listed in
-docs/verl-integration.md and checked against verl's source by tests/launcher/test_startup.py.
+docs/verl-integration.md and checked against verl's source by tests/launcher/test_startup_stages.py.
 `ready_stages` reads the seconds back from a console (scripts/gpu_kit_train.py, `medplay bench step`).
 """
 
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Self
 
-from medical_team.appended_lines import FileFollower
-from medical_team.console import say
 from medical_team.launcher.compile_lines import compile_note
+from medical_team.launcher.console.appended_lines import FileFollower
+from medical_team.launcher.console.console import say
 
 
 @dataclass(frozen=True)

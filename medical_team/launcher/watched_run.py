@@ -17,8 +17,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from medical_team.errors import UserInputError
-from medical_team.run_lock import INHERITED_FD_ENV, held_descriptor, hold_run_lock
+from medical_team.common.errors import UserInputError
+from medical_team.run_folder.run_lock import INHERITED_FD_ENV, held_descriptor, hold_run_lock
 from medical_team.watchdog.supervisor import ATTEMPT_ENV, WATCHDOG_PID_ENV, WatchedRun
 
 PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.models.registry import SpecialTokens
 
 # GGUF token types (llama.cpp's LLAMA_TOKEN_TYPE_*): normal pieces, control (special) tokens, user-defined

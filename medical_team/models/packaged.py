@@ -7,7 +7,7 @@ import importlib.metadata
 import shutil
 from pathlib import Path
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.models.registry import PackagedFile
 
 

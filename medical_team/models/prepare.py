@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.models.gguf_hf import convert_gguf
 from medical_team.models.packaged import licence_file, locate
 from medical_team.models.registry import PreparableModel

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.models import gemma3
 
 

@@ -8,7 +8,7 @@ two runs sync at the same moment, each vLLM worker waits for ever on a socket th
 side stopped at the same second at step 127, both vLLM workers waiting in verl's `_init_buffer`).
 
 Both ends are renamed with the run's key: a hash of its output folder (`MEDPLAY_RUN_FOLDER` in the run's
-environment), of which one run at a time holds the lock (medical_team/run_lock.py). The sender is verl's
+environment), of which one run at a time holds the lock (medical_team/run_folder/run_lock.py). The sender is verl's
 `ServerAdapter` in the FSDP worker, the receiver its `vLLMColocateWorkerExtension` in the vLLM worker process;
 wrapt's post-import hooks wrap each when its module is imported, in whichever process that is.
 """

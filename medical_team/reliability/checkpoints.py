@@ -19,9 +19,9 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from medical_team.checkpoint_folder import TRACKER_NAME, read_tracker, step_dirs
 from medical_team.reliability.durable import fsync_tree, write_atomically
 from medical_team.reliability.manifest import manifest, mismatches
+from medical_team.run_folder.checkpoint_folder import TRACKER_NAME, read_tracker, step_dirs
 
 COMPLETE_MARKER = "medplay_complete.json"  # written into global_step_N after verl's save returned
 DATALOADER_STATE = "data.pt"  # verl writes it last-but-one, after the actor shards

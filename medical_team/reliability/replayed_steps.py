@@ -13,9 +13,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from medical_team.errors import UserInputError
-from medical_team.metrics_records import parse_record
+from medical_team.common.errors import UserInputError
 from medical_team.reliability.durable import fsync_directory, write_atomically
+from medical_team.run_folder.metrics_records import parse_record
 
 REPLAYED_SUFFIX = ".replayed.jsonl"
 

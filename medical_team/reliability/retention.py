@@ -23,9 +23,9 @@ import logging
 import shutil
 from pathlib import Path
 
-from medical_team.checkpoint_folder import read_tracker, step_dirs
 from medical_team.reliability.checkpoints import has_weights, is_complete
 from medical_team.reliability.durable import fsync_directory
+from medical_team.run_folder.checkpoint_folder import read_tracker, step_dirs
 
 REMOVING_SUFFIX = ".removing"
 

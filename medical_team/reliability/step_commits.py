@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from medical_team.checkpoint_folder import TRACKER_NAME, read_tracker
 from medical_team.reliability.checkpoints import COMPLETE_MARKER, mark_complete
 from medical_team.reliability.durable import fsync_directory, write_atomically
 from medical_team.reliability.retention import retain
+from medical_team.run_folder.checkpoint_folder import TRACKER_NAME, read_tracker
 
 
 class StepCommits:

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from medical_team.checkpoint_folder import read_tracker, step_dirs
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.reliability.checkpoints import (
     COMPLETE_MARKER,
     WEIGHTLESS,
@@ -23,6 +22,7 @@ from medical_team.reliability.checkpoints import (
     has_weights,
     is_complete,
 )
+from medical_team.run_folder.checkpoint_folder import read_tracker, step_dirs
 
 
 @dataclass(frozen=True)

@@ -5,14 +5,14 @@ assessor alone on each benchmark note (the `medplay_assessor` agent loop: the be
 game, so `medplay eval`'s assessor prompt) with the rollout's `val_kwargs` (greedy unless changed). The workers
 keep each note's response (`drain_benchmark_answers`); after each validation the trainer writes them, with what
 this module says of how they were made, to `<medplay.validation_dir>/step_<N>/`
-(`medical_team.benchmark_answers`), where `medplay eval --responses` scores them with `medplay eval`'s own code.
+(`medical_team.run_folder.benchmark_answers`), where `medplay eval --responses` scores them with `medplay eval`'s own code.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from medical_team.vocab import BENCHMARK_DATA_SOURCE
+from medical_team.common.vocab import BENCHMARK_DATA_SOURCE
 
 # verl's name for the share of benchmark notes the validation's reward function (medical_team/agent_loop/reward_fn.py) scored correct
 BENCHMARK_ACCURACY_METRIC = f"val-core/{BENCHMARK_DATA_SOURCE}/acc/mean@1"

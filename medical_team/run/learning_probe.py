@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
+from medical_team.common.vocab import Role
 from medical_team.run.settings import ProbeSettings
-from medical_team.vocab import Role
 
 
 def shows_behaviour(role: Role, response_ids: Sequence[int], vocab_size: int) -> bool:

@@ -13,7 +13,7 @@ From inside the run, `run_roots` finds them (docs/reliability.md, "A run sees it
 calling Ray worker runs on (walking up from it to its raylet; when `medplay train` started Ray itself its launcher
 is the raylet's parent and holds every process of the run, the served judge included; when Ray's head was started
 by `ray start --head --block` (the appliance's ray-head.sh), that process holds the head's daemons and workers),
-and the process that holds the output folder's run lock (medical_team/run_lock.py): `medplay train`, or the
+and the process that holds the output folder's run lock (medical_team/run_folder/run_lock.py): `medplay train`, or the
 appliance's pipeline (entrypoints/pipeline.sh) with its `medplay train` and served judge. A node joined over
 `RAY_ADDRESS` whose `ray start` has exited contributes its raylet and the workers under it; other nodes' processes
 are not seen.
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import psutil
 
-from medical_team.run_lock import lock_holder
+from medical_team.run_folder.run_lock import lock_holder
 
 MIB = 1024 * 1024
 RAYLET = "ray_raylet"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from medical_team.vocab import Role
+from medical_team.common.vocab import Role
 
 _SEPARATOR = "_"
 

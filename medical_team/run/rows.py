@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from medical_team.common.vocab import BENCHMARK_DATA_SOURCE, BenignAttackMode, Category, Label
 from medical_team.data.records import GameSeed
 from medical_team.data.verl_parquet import BENCHMARK_EXTRA_FIELDS
-from medical_team.vocab import BENCHMARK_DATA_SOURCE, BenignAttackMode, Category, Label
 
 _GAME_KEYS = (*GameSeed.__dataclass_fields__, "benign_mode")
 

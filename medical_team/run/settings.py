@@ -1,6 +1,6 @@
 """The schema of the `medplay:` config section: types, ranges and cross-field rules in one place.
 
-`settings_from_trainer_config` binds the section once per process (medical_team/schema.py): every
+`settings_from_trainer_config` binds the section once per process (medical_team/common/schema.py): every
 problem at once, each naming the key, the value and what is expected. The values, with a comment
 each, live in configs/medplay.yaml; adding a setting touches this schema and the YAML only.
 """
@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
+from medical_team.common.schema import Rules, above, at_least, bind, check
+from medical_team.common.vocab import Category, Role
 from medical_team.game import GameConfig, RewardConfig
 from medical_team.game.alarm import ALARMS, AlarmAction, AlarmRule, alarm_rules
 from medical_team.hardware.profiles import HardwareSettings
 from medical_team.judge.settings import JudgeSettings
 from medical_team.reliability.resource_watch import RAY_KILL_USED_FRACTION
-from medical_team.schema import Rules, above, at_least, bind, check
-from medical_team.vocab import Category, Role
 
 
 class TrainingMode(str, Enum):

@@ -5,7 +5,7 @@ history. The trainer process swaps in this subclass, which appends, after cuttin
 that a killed run left unfinished (so the first new record starts a line of its own). A resumed run
 replays the steps after its last checkpoint; the launcher moves their first records aside before it starts
 (`medical_team.reliability.replayed_steps`), so each step is in the file once. Readers still merge the records
-of a step, later values winning (`medical_team.metrics_records`): verl's SFT trainer logs a step's validation
+of a step, later values winning (`medical_team.run_folder.metrics_records`): verl's SFT trainer logs a step's validation
 in a record of its own.
 
 verl's `log` writes each record with one `self.fp.write` and ignores a short write (a full disk, a file-size

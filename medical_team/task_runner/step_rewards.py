@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from medical_team.common.vocab import Role
 from medical_team.game.rewards import RewardConfig
 from medical_team.game.step_terms import with_step_terms
 from medical_team.run.step_games import StepGame
-from medical_team.vocab import Role
 
 
 def step_deltas(games: Sequence[StepGame], config: RewardConfig) -> dict[str, float]:

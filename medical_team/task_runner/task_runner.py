@@ -7,7 +7,7 @@ so that process alone imports them, instead of every verl process through the pl
 their worker class (medical_team/agent_loop/worker.py).
 
 verl's `run` prints the whole config into the run's log with `pprint`, a global of its function; here that global
-is a print that redacts the values of secret-named settings first (`medical_team/redaction.py`). The function's
+is a print that redacts the values of secret-named settings first (`medical_team/run/redaction.py`). The function's
 own globals, not `verl.trainer.main_ppo`'s: Ray ships this actor's classes by value, each function with its own
 copy of the globals it reads.
 """
@@ -20,7 +20,7 @@ from typing import Any
 import ray
 from verl.trainer.main_ppo import TaskRunnerV1
 
-from medical_team.redaction import redacted
+from medical_team.run.redaction import redacted
 
 
 def print_redacted(value: Any, *args: Any, **kwargs: Any) -> None:

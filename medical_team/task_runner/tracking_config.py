@@ -2,7 +2,7 @@
 
 verl's `fit` builds `Tracking(..., config=<the whole resolved config>)`, and wandb uploads that config with the
 run. In the trainer process `trainer_base.Tracking` becomes this subclass, which hands the trackers the config
-with `medical_team.redaction` applied; the trainer keeps the real values.
+with `medical_team.run.redaction` applied; the trainer keeps the real values.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 from verl.trainer.ppo.v1 import trainer_base
 from verl.utils.tracking import Tracking
 
-from medical_team.redaction import redacted
+from medical_team.run.redaction import redacted
 
 
 class RedactingTracking(Tracking):

@@ -39,7 +39,7 @@ verl's save sees it null, so verl's worker deletes nothing (`verl_view`).
 
 A validation on the benchmark (`data.val_files` = `benchmark.parquet`) writes each note's response to
 `<medplay.validation_dir>/step_<N>/` for `medplay eval --responses` to score
-(`medical_team.run.benchmark_validation`, `medical_team.benchmark_answers`). A run that validates
+(`medical_team.run.benchmark_validation`, `medical_team.run_folder.benchmark_answers`). A run that validates
 (`trainer.test_freq` > 0) and ends before its step cap (a stop request, an alarm) validates the step it ended on
 before it finishes, as verl does for the last step.
 """
@@ -58,8 +58,7 @@ from transfer_queue import KVBatchMeta
 from verl.trainer.ppo.v1.trainer_base import register_trainer
 from verl.trainer.ppo.v1.trainer_sync import PPOTrainerSync
 
-from medical_team.benchmark_answers import STEP_FOLDER, generation_record, write_benchmark_answers
-from medical_team.checkpoint_folder import last_checkpoint, read_tracker
+from medical_team.common.vocab import Role
 from medical_team.game import GameOutcome, JudgeStats, game_metrics
 from medical_team.game.alarm import AlarmAction, CollapseAlarm
 from medical_team.game.game_records import games_folder, step_records
@@ -76,6 +75,8 @@ from medical_team.run.replay_poll_interval import REPLAY_POLL_S
 from medical_team.run.roles import role_of_key
 from medical_team.run.settings import settings_from_trainer_config
 from medical_team.run.step_games import StepGame
+from medical_team.run_folder.benchmark_answers import STEP_FOLDER, generation_record, write_benchmark_answers
+from medical_team.run_folder.checkpoint_folder import last_checkpoint, read_tracker
 from medical_team.task_runner.game_records_file import write_step_records
 from medical_team.task_runner.graceful_stop import end_after_this_step, honour_stop_request
 from medical_team.task_runner.lora_export import export_lora
@@ -84,7 +85,6 @@ from medical_team.task_runner.phase_marks import PhaseMarks
 from medical_team.task_runner.resource_record import ResourceRecord
 from medical_team.task_runner.step_rewards import add_to_row_rewards, step_deltas
 from medical_team.task_runner.tracking_config import use_redacting_tracking
-from medical_team.vocab import Role
 
 TRAINER_NAME = "medplay_sync"
 KEEP_KEY = "max_actor_ckpt_to_keep"  # of `trainer:`; verl's `_save_checkpoint` reads it at every save

@@ -23,13 +23,13 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from medical_team.checkpoint_folder import read_tracker, step_dirs
 from medical_team.run.failures import FINAL_EXITS, REPEATED_FAILURE_EXIT
 from medical_team.run.progress_record import STARTUP, Progress, progress_path, read_progress
 from medical_team.run.settings import WatchdogSettings
 from medical_team.run.shm_segments import remove_orphaned_segments, shm_segments
 from medical_team.run.stall_limits import NOTICE_SHARE, phase_limit, wait_notice
 from medical_team.run.watchdog_files import EVENTS_NAME, SETTINGS_NAME, STALL_NAME, WATCHDOG_FOLDER
+from medical_team.run_folder.checkpoint_folder import read_tracker, step_dirs
 from medical_team.watchdog.hang_record import Stall, hang_folder, write_hang_record
 from medical_team.watchdog.run_processes import attempt_processes, stop_processes
 

@@ -13,9 +13,9 @@ from transformers import AutoTokenizer
 from verl.experimental.agent_loop.agent_loop import AgentLoopBase
 
 from medical_team.agent_loop.agent_loop import _TurnPlayer
+from medical_team.common.vocab import Role
 from medical_team.game.prompt_fit import fit_prompt, prompt_ids
 from medical_team.game.prompts import assessor_messages
-from medical_team.vocab import Role
 
 LONG_NOTE = "The patient reports intermittent chest pain radiating to the left arm on exertion. " * 200
 PROMPT_LENGTH = 1024

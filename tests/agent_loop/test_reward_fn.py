@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from medical_team.agent_loop.reward_fn import compute_score
+from medical_team.common.vocab import BENCHMARK_DATA_SOURCE, DATA_SOURCE, Label
 from medical_team.data.medec import load_medec
 from medical_team.data.records import GameSeed
 from medical_team.data.seeds import build_seeds
@@ -20,7 +21,6 @@ from medical_team.judge.rules import RulesJudge
 from medical_team.judge.scorer import JudgeScorer
 from medical_team.judge_server.app import ServerSettings, create_app
 from medical_team.judge_server.serving import BackgroundServer
-from medical_team.vocab import BENCHMARK_DATA_SOURCE, DATA_SOURCE, Label
 
 BONUS = 0.5
 

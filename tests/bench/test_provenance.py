@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from medical_team.bench.provenance import cpu_model, device, one_line, provenance, source_of
-from medical_team.stack import UNKNOWN
+from medical_team.run.stack import UNKNOWN
 
 
 def test_a_result_names_device_date_commit_and_versions() -> None:

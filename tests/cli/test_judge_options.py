@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from medical_team.cli import build_parser, main
-from medical_team.judge_kinds import LOCAL_BACKENDS, REACHABLE_BACKENDS
+from medical_team.judge.judge_kinds import LOCAL_BACKENDS, REACHABLE_BACKENDS
 
 JUDGE_FLAGS = {"backend": "--backend", "model": "--model", "url": "--url", "api_key_env": "--api-key-env"}
 EVAL_FLAGS = {

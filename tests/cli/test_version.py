@@ -7,7 +7,7 @@ import json
 import pytest
 
 from medical_team.cli import COMMANDS, build_parser, main
-from medical_team.stack import STACK
+from medical_team.run.stack import STACK
 
 
 def test_every_registered_subcommand_has_a_parser() -> None:

@@ -8,13 +8,13 @@ import pytest
 from verl.trainer.ppo.utils import need_critic, need_reference_policy
 from verl.utils.config import validate_config
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
+from medical_team.common.vocab import ASSESSOR_AGENT
 from medical_team.launcher.compose import available_profiles, compose_config
 from medical_team.launcher.environment import runtime_env_vars
 from medical_team.plugin.cpu.patches import patch_vllm_version_lookup
 from medical_team.plugin.rollout_env import rollout_env_from
 from medical_team.run.settings import TrainingMode, settings_from_trainer_config
-from medical_team.vocab import ASSESSOR_AGENT
 
 GPU_PROFILES = ["141g", "24g", "48g", "80g", "96g"]
 CPU_MODULE = "medical_team.plugin.cpu"

@@ -121,7 +121,7 @@ def _running_probe(pid: int) -> bool:
             command = child.cmdline()
         except psutil.Error:
             continue
-        if "probe" in command and "medical_team.redaction" not in command:
+        if "probe" in command and "medical_team.run.redaction" not in command:
             return True
     return False
 

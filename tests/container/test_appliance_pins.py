@@ -21,7 +21,7 @@ from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 
 from medical_team.hardware import probe
-from medical_team.stack import STACK, read_lock
+from medical_team.run.stack import STACK, read_lock
 
 REPO = Path(__file__).resolve().parents[2]
 LOCK = REPO / "docker" / "requirements-gpu.lock"

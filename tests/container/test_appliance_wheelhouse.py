@@ -21,7 +21,7 @@ from appliance_harness import REPO, VENV_BIN
 from test_appliance_pins import lock_pins
 
 from medical_team.models.registry import MODELS
-from medical_team.stack import read_lock
+from medical_team.run.stack import read_lock
 
 SCRIPT = REPO / "scripts" / "wheelhouse.py"
 

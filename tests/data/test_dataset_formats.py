@@ -8,13 +8,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from medical_team.common.errors import UserInputError
+from medical_team.common.vocab import ERROR_TYPES, BenignAttackMode, Category, Label
 from medical_team.data.openrlhf import OPENRLHF_FIELDS, read_openrlhf_jsonl, to_openrlhf, write_openrlhf_jsonl
 from medical_team.data.records import GameSeed, MedecNote
 from medical_team.data.verl_parquet import read_verl_parquet, validate_row, validate_verl_parquet, write_verl_parquet
-from medical_team.errors import UserInputError
 from medical_team.game.dataset import benchmark_row, convert_openrlhf_to_verl, game_row
 from medical_team.game.prompts import first_turn_messages
-from medical_team.vocab import ERROR_TYPES, BenignAttackMode, Category, Label
 
 PROPERTY = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 RESERVED = set(GameSeed.__dataclass_fields__) | set(OPENRLHF_FIELDS) | {"index", "split", "benign_mode"}

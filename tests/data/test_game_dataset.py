@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from medical_team.common.vocab import ABILITY, BENCHMARK_DATA_SOURCE, DATA_SOURCE, BenignAttackMode, Category
 from medical_team.data.medec import TEST_CSV, VALIDATION_CSV, bundled_csv
 from medical_team.data.openrlhf import OPENRLHF_FIELDS, read_openrlhf_jsonl
 from medical_team.data.records import GameSeed
@@ -15,7 +16,6 @@ from medical_team.data.text import same_text
 from medical_team.data.verl_parquet import read_verl_parquet, validate_verl_parquet
 from medical_team.game.dataset import ConvertOptions, convert_medec, convert_openrlhf_to_verl
 from medical_team.game.prompts import assessor_messages, first_turn_messages
-from medical_team.vocab import ABILITY, BENCHMARK_DATA_SOURCE, DATA_SOURCE, BenignAttackMode, Category
 
 OUTPUTS = ("train.parquet", "val.parquet", "benchmark.parquet", "train.jsonl", "dataset_report.json")
 REQUIRED_EXTRA = (

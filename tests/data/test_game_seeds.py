@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
+from medical_team.common.vocab import Category, Label
 from medical_team.data.seeds import build_seeds
-from medical_team.vocab import Category, Label
 
 
 def test_638_seeds_in_four_categories_of_159_or_160(validation_result):

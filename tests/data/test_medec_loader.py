@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from medec_rows import HEADER, clean_row, error_row
 
+from medical_team.common.errors import UserInputError
 from medical_team.data.medec import (
     REPAIR_MOJIBAKE,
     REPAIR_NEWLINES,
@@ -21,7 +22,6 @@ from medical_team.data.medec import (
 )
 from medical_team.data.medec_csv import parse_csv
 from medical_team.data.text import same_text
-from medical_team.errors import UserInputError
 
 MOJIBAKE = ("â€", "Î¼")
 

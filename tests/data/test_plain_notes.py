@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from medical_team.common.errors import UserInputError
 from medical_team.data.plain_columns import NoteColumns
 from medical_team.data.plain_formats import FILE_TEXT, WHOLE_LINE, WHOLE_ROW
 from medical_team.data.plain_notes import BadRow, BadRowsError, read_plain_notes
-from medical_team.errors import UserInputError
 
 
 def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:

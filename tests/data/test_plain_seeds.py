@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from medical_team.common.errors import UserInputError
+from medical_team.common.vocab import Category, Label
 from medical_team.data.plain_notes import read_plain_notes
 from medical_team.data.plain_seeds import note_origin, plain_case_groups, plain_seeds
 from medical_team.data.sentences import split_sentences
 from medical_team.data.splits import split_seeds
-from medical_team.errors import UserInputError
-from medical_team.vocab import Category, Label
 
 CLINICAL = (
     "A 54-year-old man was seen by Dr. Smith for chest pain. He takes amoxicillin 500 mg p.o. t.i.d. and "

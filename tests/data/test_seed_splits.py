@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from medical_team.common.errors import UserInputError
+from medical_team.common.vocab import ERROR_TYPES
 from medical_team.data.records import MedecNote
 from medical_team.data.seeds import build_seeds
 from medical_team.data.splits import case_groups, split_seeds, stratum_of
-from medical_team.errors import UserInputError
-from medical_team.vocab import ERROR_TYPES
 
 
 def make_note(number: int, error: bool, error_type: str | None) -> MedecNote:

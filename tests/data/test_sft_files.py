@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from medical_team.common.vocab import BenignAttackMode, Category, Label, Role
 from medical_team.data.medec import TEST_CSV, VALIDATION_CSV, bundled_csv, load_medec
 from medical_team.data.seeds import build_seeds
 from medical_team.data.sft_parquet import read_sft_parquet
@@ -17,7 +18,6 @@ from medical_team.game.cot import parse_response
 from medical_team.game.dataset import ConvertOptions, convert_medec
 from medical_team.game.prompts import assessor_messages
 from medical_team.game.sft import sft_examples
-from medical_team.vocab import BenignAttackMode, Category, Label, Role
 
 NOTE_MARK = "Clinical note:\n"
 

@@ -21,8 +21,8 @@ import psutil
 import pytest
 from cpu_smoke import TRAIN_TIMEOUT_S, convert, metrics_by_step, train_command
 
-from medical_team.checkpoint_folder import read_tracker
 from medical_team.run.shm_segments import remove_orphaned_segments, shm_segments
+from medical_team.run_folder.checkpoint_folder import read_tracker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 

@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 from cpu_smoke import convert, metrics_by_step, train, train_timeout_s
 
-from medical_team.vocab import Role
+from medical_team.common.vocab import Role
 
 STEPS = 16
 # The module's fixture trains twice, each under its hang guard: the tests' limit (their setup included) covers both

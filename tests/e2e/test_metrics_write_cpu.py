@@ -25,9 +25,9 @@ import pytest
 from cpu_smoke import convert, train_command, train_timeout_s
 from tiny_filesystem import fill_leaving, on_tiny_filesystem, tiny_filesystem_unavailable
 
-from medical_team.checkpoint_folder import read_tracker
 from medical_team.reliability.checkpoints import COMPLETE_MARKER, repair_tracker
 from medical_team.run.phase_hold import HOLD_ENV
+from medical_team.run_folder.checkpoint_folder import read_tracker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from cpu_smoke import convert, train_command
 
-from medical_team.checkpoint_folder import read_tracker
 from medical_team.launcher.out_of_memory import KNOBS
 from medical_team.models.tiny import build_tiny_model
 from medical_team.run.failures import OUT_OF_MEMORY_EXIT
+from medical_team.run_folder.checkpoint_folder import read_tracker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 EVERY_PHASE = pytest.mark.skipif(

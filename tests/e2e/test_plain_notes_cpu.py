@@ -17,8 +17,8 @@ import pytest
 from cpu_smoke import MEDPLAY, metrics_by_step, train
 from plain_notes_files import write_plain_csv
 
-from medical_team.checkpoint_folder import read_tracker
 from medical_team.reliability.checkpoints import COMPLETE_MARKER
+from medical_team.run_folder.checkpoint_folder import read_tracker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 

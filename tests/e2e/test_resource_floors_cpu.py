@@ -27,10 +27,10 @@ import pytest
 from cpu_smoke import convert, metrics_by_step, train_command, train_timeout_s
 from tiny_filesystem import fill_leaving, on_tiny_filesystem, seen_by, tiny_filesystem_unavailable
 
-from medical_team.checkpoint_folder import read_tracker
 from medical_team.reliability.checkpoints import COMPLETE_MARKER
 from medical_team.reliability.resources import MIB
 from medical_team.run.failures import RESOURCE_FLOOR_EXIT
+from medical_team.run_folder.checkpoint_folder import read_tracker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 

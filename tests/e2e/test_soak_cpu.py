@@ -18,8 +18,8 @@ import pytest
 from cpu_smoke import MEMORY_FLOOR, train_timeout_s
 
 from medical_team.bench.commands import medplay_here
-from medical_team.checkpoint_folder import step_dirs
 from medical_team.reliability.checkpoints import damage, has_manifest
+from medical_team.run_folder.checkpoint_folder import step_dirs
 
 STEPS, SAVE_FREQ, KEEP = 60, 10, 2  # six saves, two kept: retention has four to delete
 # Two starts and a replay: the soak's own run guard (the two starts' hang guards), and room to write the report.

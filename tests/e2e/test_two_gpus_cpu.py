@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from cpu_smoke import convert, full_log, metrics_by_step, train
 
-from medical_team.checkpoint_folder import read_tracker
+from medical_team.run_folder.checkpoint_folder import read_tracker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 

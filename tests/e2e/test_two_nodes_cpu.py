@@ -23,7 +23,7 @@ import pytest
 from cpu_smoke import convert, full_log, metrics_by_step, train
 from ray_nodes import RayCluster, ray_cluster
 
-from medical_team.checkpoint_folder import read_tracker
+from medical_team.run_folder.checkpoint_folder import read_tracker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 

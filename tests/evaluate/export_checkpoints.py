@@ -11,8 +11,8 @@ import json
 import shutil
 from pathlib import Path
 
-from medical_team.checkpoint_folder import TRACKER_NAME
 from medical_team.reliability.checkpoints import mark_complete
+from medical_team.run_folder.checkpoint_folder import TRACKER_NAME
 
 SECRET = "sk-live-export-0123456789"
 

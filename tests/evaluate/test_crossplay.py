@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from medical_team.cli import main
+from medical_team.common.vocab import Label, Role
 from medical_team.evaluate.crossplay import Checkpoint, play_league, play_order
 from medical_team.evaluate.league_seeds import load_league_seeds
 from medical_team.game.prompts import assessor_messages, attacker_messages, first_turn_messages, prompt_role
 from medical_team.judge.rules import RulesJudge
-from medical_team.vocab import Label, Role
 
 GAMES = 4
 

@@ -17,7 +17,7 @@ from medical_team.cli import main
 from medical_team.data.medec import bundled_csv
 from medical_team.evaluate.export_facts import MEDEC, base_model
 from medical_team.evaluate.model_card import front_matter as export_front_matter
-from medical_team.stack import run_record
+from medical_team.run.stack import run_record
 
 VALIDATION = {"val-core/medec_benchmark/acc/mean@1": 0.375, "val-aux/medec_benchmark/format_ok/mean@1": 0.5}
 

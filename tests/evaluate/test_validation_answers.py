@@ -1,6 +1,6 @@
 """`medplay eval --responses`: the answers a trainer's validation wrote, scored exactly as `medplay eval` scores a model's.
 
-The trainer's own writer (medical_team/benchmark_answers.py) writes the answers as the workers
+The trainer's own writer (medical_team/run_folder/benchmark_answers.py) writes the answers as the workers
 hand them over (any order, a second answer of a note when `val_kwargs.n` > 1); the scripted assessor of
 test_evaluation_pipeline.py gives the same answers to `evaluate`, and both eval.json files must agree.
 """
@@ -10,12 +10,12 @@ import json
 import pytest
 from test_evaluation_pipeline import ScriptedAssessor
 
-from medical_team.benchmark_answers import RESPONSES_JSONL, write_benchmark_answers
 from medical_team.cli import main
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.evaluate.benchmark import load_benchmark
 from medical_team.evaluate.evaluation import evaluate, score_validation_answers
 from medical_team.evaluate.generation import GenerationSettings
+from medical_team.run_folder.benchmark_answers import RESPONSES_JSONL, write_benchmark_answers
 
 NOTES = 60  # the first notes of MEDEC-MS test: a benchmark of `medplay convert --benchmark-notes 60`
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from medical_team.common.vocab import ERROR_TYPES, Label
 from medical_team.game.answers import parse_assessor_answer, sentence_matches
-from medical_team.vocab import ERROR_TYPES, Label
 
 
 @pytest.mark.parametrize(

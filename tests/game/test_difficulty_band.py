@@ -7,11 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from warfarin_seeds import NOTE, seed_of
 
+from medical_team.common.vocab import Category
 from medical_team.game.difficulty_band import assessor_success_rates, band_outcome, with_band_outcomes
 from medical_team.game.judging import JudgeVerdict
 from medical_team.game.rewards import FAITHFULNESS, OUTCOME, RewardConfig, RewardScheme
 from medical_team.game.settle import GameConfig, GameOutcome, settle
-from medical_team.vocab import Category
 
 BAND = GameConfig(rewards=RewardConfig(scheme=RewardScheme.DIFFICULTY_BAND))
 RATES = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)

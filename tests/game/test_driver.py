@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from spec_names import GAME_MD_METRICS
 
+from medical_team.common.vocab import Category, Role
 from medical_team.data.medec import VALIDATION_CSV, bundled_csv, load_medec
 from medical_team.data.records import GameSeed
 from medical_team.data.seeds import build_seeds
@@ -25,7 +26,6 @@ from medical_team.game.settle import GameConfig
 from medical_team.judge.backends import Runtime, build_judge
 from medical_team.judge.rules import RulesJudge
 from medical_team.judge.settings import packaged_judge_settings
-from medical_team.vocab import Category, Role
 
 
 @pytest.fixture(scope="module")

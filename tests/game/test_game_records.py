@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from report_run import EditingPolicy, step_seeds
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
+from medical_team.common.vocab import Category
 from medical_team.game.batch import play_batch
 from medical_team.game.game_records import read_game_records, records_text, step_file, step_records
 from medical_team.judge.rules import RulesJudge
-from medical_team.vocab import Category
 
 
 @pytest.fixture(scope="module")

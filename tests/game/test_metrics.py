@@ -8,11 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from medical_team.common.vocab import ERROR_TYPES, Category, Label
 from medical_team.data.records import GameSeed
 from medical_team.game.judging import JudgeVerdict
 from medical_team.game.metrics import game_metrics, metric_names
 from medical_team.game.settle import GameConfig, GameOutcome, JudgeStats, settle
-from medical_team.vocab import ERROR_TYPES, Category, Label
 
 SENTENCE = "Amoxicillin was started for the viral infection."
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from transformers import AutoTokenizer
 
+from medical_team.common.vocab import Category, Label
 from medical_team.data.records import GameSeed
 from medical_team.game.prompt_fit import InstructionsTooLongError, fit_prompt, prompt_ids
 from medical_team.game.prompts import (
@@ -19,7 +20,6 @@ from medical_team.game.prompts import (
     render_prompt,
     with_note,
 )
-from medical_team.vocab import Category, Label
 
 SENTENCE = "The patient reports intermittent chest pain radiating to the left arm on exertion. "
 LONG_NOTE = (SENTENCE * 600)[:48_240]  # the length of the note `medplay convert` once accepted without a word

@@ -9,10 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from warfarin_seeds import ERROR_SENTENCE, NOTE, seed_of
 
+from medical_team.common.vocab import BenignAttackMode, Category, Label
 from medical_team.game.judging import JudgeVerdict
 from medical_team.game.rewards import RewardConfig, RewardScheme, ScoreInputs, score_game
 from medical_team.game.settle import GameConfig, intended_label, settle
-from medical_team.vocab import BenignAttackMode, Category, Label
 
 VERDICT_TEXT = {
     Label.ERROR: f"verdict: ERROR\nsentence: {ERROR_SENTENCE}",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from medical_team.common.vocab import BenignAttackMode, Category, Label
 from medical_team.data.records import GameSeed
 from medical_team.game.judging import JudgeVerdict
 from medical_team.game.rewards import RewardConfig
@@ -17,7 +18,6 @@ from medical_team.game.settle import (
     score_assessor,
     settle,
 )
-from medical_team.vocab import BenignAttackMode, Category, Label
 
 NOTE = "A 54-year-old man has chest pain. ECG shows ST elevation. He is diagnosed with pericarditis."
 ERROR_SENTENCE = "He is diagnosed with pericarditis."

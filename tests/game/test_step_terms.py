@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from warfarin_seeds import NOTE, seed_of
 
+from medical_team.common.vocab import Category, Label, Role
 from medical_team.game import GameConfig, RewardConfig, settle
 from medical_team.game.judging import JudgeVerdict
 from medical_team.game.rewards import FORMAT, VERDICT_BALANCE
 from medical_team.game.step_terms import MISSED, REALISED, answer_kind, step_shares, with_step_terms
-from medical_team.vocab import Category, Label, Role
 
 
 def vanilla(truth: Label, answer: str, broken: bool = False):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.hardware.gpu_set import device_id, gpu_set, placement
 from medical_team.hardware.host_facts import GpuFacts, visible_gpus
 

@@ -11,8 +11,8 @@ from judge_helpers import rules_app
 from served_judge import vllm_openai_server
 
 from medical_team.cli import main
+from medical_team.common.vocab import Label
 from medical_team.judge.gold import GOLD_KINDS, build_gold, medec_seeds
-from medical_team.vocab import Label
 
 PAIRS = 8
 METRIC_FIELDS = {

@@ -6,6 +6,7 @@ import pytest
 from judge_helpers import make_request, reworded, rules_app
 from loopback_apps import Calls, failing_app, flaky_judge_app
 
+from medical_team.common.vocab import Label
 from medical_team.data.records import GameSeed
 from medical_team.game.judging import JudgeRequest
 from medical_team.judge.client import HttpJudge
@@ -14,7 +15,6 @@ from medical_team.judge.retry import RetryPolicy
 from medical_team.judge.rules import RulesJudge
 from medical_team.judge.scorer import JudgeScorer
 from medical_team.judge_server.serving import BackgroundServer
-from medical_team.vocab import Label
 
 RETRY = RetryPolicy(attempts=3, initial_backoff_s=0.01, max_backoff_s=0.05)
 

@@ -16,9 +16,9 @@ import httpx
 import pytest
 from judge_helpers import make_request, reworded, rules_app, wire
 
+from medical_team.common.vocab import Label
 from medical_team.data.records import GameSeed
 from medical_team.game.prompts import THINKING_PREFIX
-from medical_team.vocab import Label
 
 REQUESTS = 2_400
 STRANGE_VALUES: list[Any] = [

@@ -8,6 +8,7 @@ from judge_helpers import make_request, openai_judge, reworded
 from loopback_apps import Calls, chat_completions_app, fenced_rewrite
 from warfarin_seeds import seed_of
 
+from medical_team.common.vocab import Category, Label
 from medical_team.data.medec import bundled_csv, load_medec
 from medical_team.data.records import GameSeed
 from medical_team.game.judging import JudgeVerdict, judge_injection
@@ -17,7 +18,6 @@ from medical_team.game.settle import GameConfig, settle
 from medical_team.game.step_terms import with_step_terms
 from medical_team.judge.prompt import judge_messages, parse_judge_output
 from medical_team.judge.rules import RulesJudge
-from medical_team.vocab import Category, Label
 
 # What a policy may append to its note to settle its own game, one per line shape the judge could read.
 INJECTIONS = {

@@ -6,14 +6,14 @@ import pytest
 from judge_helpers import FAST, FAST_RETRY, HTTP, make_request, openai_judge, reworded, wait_until_ready, wire
 from loopback_apps import Calls, chat_completions_app, failing_app
 
+from medical_team.common.errors import UserInputError
+from medical_team.common.vocab import Label
 from medical_team.data.records import GameSeed
-from medical_team.errors import UserInputError
 from medical_team.judge.backends import build_judge
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.judge.scorer import JudgeScorer
 from medical_team.judge.settings import packaged_judge_settings
 from medical_team.judge_server.app import ServerSettings, create_app
-from medical_team.vocab import Label
 
 
 def test_model_answers_parse_and_rules_run_first(serve, seed_pairs: list[tuple[GameSeed, GameSeed]]) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import pytest
 from judge_helpers import rules_app
 
+from medical_team.common.vocab import Category, Role
 from medical_team.data.records import GameSeed
 from medical_team.game.batch import play_batch
 from medical_team.game.prompts import Message
@@ -15,7 +16,6 @@ from medical_team.judge.client import HttpJudge
 from medical_team.judge.outage import JudgeUnavailableError
 from medical_team.judge.retry import RetryPolicy
 from medical_team.judge_server.serving import BackgroundServer
-from medical_team.vocab import Category, Role
 
 
 class ScriptedPolicy:

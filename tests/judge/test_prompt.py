@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from judge_helpers import make_request, reworded
 
+from medical_team.common.vocab import Label
 from medical_team.data.records import GameSeed
 from medical_team.judge.prompt import judge_messages, parse_judge_output
-from medical_team.vocab import Label
 
 
 def test_prompt_shows_seed_known_error_and_rewrite(harmful: GameSeed) -> None:

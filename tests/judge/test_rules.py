@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from judge_helpers import make_request, reworded
 
+from medical_team.common.vocab import Label
 from medical_team.data.records import GameSeed
 from medical_team.judge.rules import RulesJudge, check_rules
 from medical_team.judge.settings import RuleSettings, packaged_judge_settings
-from medical_team.vocab import Label
 
 RULES = packaged_judge_settings().rules
 

@@ -9,13 +9,13 @@ import httpx
 import pytest
 from judge_helpers import HTTP, make_request, reworded, rules_app, wait_until_ready, wire
 
+from medical_team.common.vocab import Label
 from medical_team.data.records import GameSeed
 from medical_team.game.prompts import THINKING_PREFIX, assessor_messages
 from medical_team.judge.rules import RulesJudge
 from medical_team.judge.scorer import READINESS_PROBE, JudgeScorer
 from medical_team.judge_server import app as app_module
 from medical_team.judge_server.app import ServerSettings, create_app
-from medical_team.vocab import Label
 
 
 @pytest.fixture

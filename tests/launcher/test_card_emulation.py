@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from judge_folders import medgemma_folder
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.launcher.card_emulation import card_emulation
 from medical_team.launcher.compose import compose_config
 from medical_team.launcher.host_plan import compose_plan

@@ -18,8 +18,7 @@ from cpu_smoke import MEDPLAY, convert, train_timeout_s
 from omegaconf import DictConfig
 from tiny_filesystem import on_tiny_filesystem, tiny_filesystem_unavailable
 
-from medical_team.checkpoint_folder import TRACKER_NAME
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.launcher.compose import compose_config
 from medical_team.launcher.disk_plan import (
     checkpoints_peak,
@@ -30,6 +29,7 @@ from medical_team.launcher.disk_plan import (
     verl_saves,
 )
 from medical_team.reliability.checkpoints import mark_complete
+from medical_team.run_folder.checkpoint_folder import TRACKER_NAME
 
 MIB = 1024**2
 TINY_FS = "4m"  # the tiny model (0.6 MiB) and the run's log fit; three checkpoints of 2.3 MiB do not

@@ -19,7 +19,7 @@ from omegaconf import DictConfig
 from verl.trainer.ppo.utils import need_critic, need_reference_policy
 from verl.utils.config import validate_config
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.hardware.host_facts import GpuFacts
 from medical_team.launcher.compose import available_profiles, compose_config
 from medical_team.launcher.run_plan import RunPlan, derive_run_plan, plan_run, planned_config

@@ -15,9 +15,9 @@ from omegaconf import DictConfig, OmegaConf
 from transformers import AutoTokenizer
 
 from medical_team.cli import main
+from medical_team.common.errors import UserInputError
 from medical_team.configs import packaged_section
 from medical_team.data.medec import TEST_CSV, VALIDATION_CSV, bundled_csv
-from medical_team.errors import UserInputError
 from medical_team.game.dataset import ConvertOptions, convert_medec
 from medical_team.game.prompt_fit import prompt_ids
 from medical_team.game.prompts import assessor_messages

@@ -8,7 +8,7 @@ import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from medical_team.cli import main
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.launcher.run_file import hydra_value, run_file_overrides
 
 REPO = Path(__file__).resolve().parents[2]

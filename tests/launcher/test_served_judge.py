@@ -24,9 +24,10 @@ from models_endpoint import models_server_code
 
 from medical_team.agent_loop.judge_factory import judge_executor, selfplay_judge
 from medical_team.cli import main
+from medical_team.common.errors import UserInputError
+from medical_team.common.vocab import Category
 from medical_team.data.medec import VALIDATION_CSV, bundled_csv, load_medec
 from medical_team.data.seeds import harmful_seed
-from medical_team.errors import UserInputError
 from medical_team.game import GameConfig, call_judge, judge_request
 from medical_team.judge.settings import packaged_judge_settings
 from medical_team.judge_server.serving import BackgroundServer
@@ -37,7 +38,6 @@ from medical_team.launcher.served_judge_process import START_UP, JudgeServer
 from medical_team.run.failures import OUT_OF_MEMORY_EXIT, JudgeServerError
 from medical_team.run.judge_server_ready import answers, wait_until_served
 from medical_team.run.oom_injection import INJECT_ENV, JUDGE_SERVER
-from medical_team.vocab import Category
 
 GAMES = 16
 HANG_GUARD_S = 60  # how long an answer waits for the other calls before it gives up

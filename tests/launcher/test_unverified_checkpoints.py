@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from cpu_smoke import convert, train_command
 
-from medical_team.checkpoint_folder import TRACKER_NAME, read_tracker
+from medical_team.run_folder.checkpoint_folder import TRACKER_NAME, read_tracker
 
 pytestmark = pytest.mark.slow
 

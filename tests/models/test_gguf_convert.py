@@ -9,7 +9,7 @@ import torch
 from gguf_fixture import CHAT_TEMPLATE, write_tiny_gguf
 
 from medical_team.cli import main
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.models.gguf_hf import convert_gguf
 from medical_team.models.packaged import installed_distribution, locate
 from medical_team.models.prepare import prepare_model

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from medical_team.checkpoint_folder import TRACKER_NAME, read_tracker
 from medical_team.reliability.checkpoints import (
     COMPLETE_MARKER,
     mark_complete,
@@ -24,6 +23,7 @@ from medical_team.reliability.checkpoints import (
 )
 from medical_team.reliability.manifest import SAMPLE_BYTES, WHOLE_FILE_LIMIT, digest
 from medical_team.reliability.step_commits import StepCommits
+from medical_team.run_folder.checkpoint_folder import TRACKER_NAME, read_tracker
 
 
 def _verl_save(root: Path, step: int, *, finished: bool = True, marked: bool = True) -> Path:

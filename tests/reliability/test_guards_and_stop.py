@@ -127,7 +127,7 @@ def test_a_restart_cuts_the_unfinished_line_a_killed_run_left(tmp_path: Path, mo
     from verl.utils import tracking
     from verl.utils.tracking import Tracking
 
-    from medical_team.metrics_records import read_step_records
+    from medical_team.run_folder.metrics_records import read_step_records
 
     path = tmp_path / "metrics.jsonl"
     path.write_text('{"step": 1, "data": {"assessor/accuracy": 0.5}}\n{"step": 2, "data": {"assess')

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from medical_team.errors import UserInputError
-from medical_team.metrics_records import read_step_records
+from medical_team.common.errors import UserInputError
 from medical_team.reliability.replayed_steps import replayed_file, set_aside_replayed_steps
+from medical_team.run_folder.metrics_records import read_step_records
 
 
 def record(step: int, loss: float) -> str:

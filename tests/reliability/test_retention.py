@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from medical_team.checkpoint_folder import TRACKER_NAME, read_tracker, step_dirs
 from medical_team.reliability.checkpoints import COMPLETE_MARKER, WEIGHTLESS, damage, mark_complete, repair_tracker
 from medical_team.reliability.retention import REMOVING_SUFFIX, husks, keeps_all, remove_husks, retain
 from medical_team.reliability.step_commits import StepCommits
 from medical_team.reliability.verified import verified_checkpoint
+from medical_team.run_folder.checkpoint_folder import TRACKER_NAME, read_tracker, step_dirs
 
 
 def verl_save(root: Path, step: int) -> Path:

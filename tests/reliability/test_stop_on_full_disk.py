@@ -37,7 +37,7 @@ MARGIN_S = 120  # on top of the grace: the bound on a wait that only a process t
 CHILD = """
 import sys, time
 from pathlib import Path
-from medical_team.console import output_to_log, say
+from medical_team.launcher.console.console import output_to_log, say
 from medical_team.launcher.run_errors import end_run, failure_report
 from medical_team.launcher.graceful_stop import install_sigterm_handler, stopped_while
 from medical_team.reliability.stop_request import StoppedWhileWaitingError

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.run.settings import selfplay_settings
 
 

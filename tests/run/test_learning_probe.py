@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from medical_team.common.vocab import Role
 from medical_team.run.learning_probe import probe_metrics, probe_reward, shows_behaviour
 from medical_team.run.settings import ProbeSettings
-from medical_team.vocab import Role
 
 VOCAB = 1024
 

@@ -23,7 +23,7 @@ from medical_team.run.processes import (
     run_roots,
     sample_processes,
 )
-from medical_team.run_lock import hold_run_lock, release_run_lock
+from medical_team.run_folder.run_lock import hold_run_lock, release_run_lock
 
 
 @pytest.mark.parametrize(

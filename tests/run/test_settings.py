@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
+from medical_team.common.vocab import Category, Role
 from medical_team.run.settings import TrainingMode, selfplay_settings
-from medical_team.vocab import Category, Role
 
 
 @pytest.fixture()

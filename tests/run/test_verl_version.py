@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
+from medical_team.run.stack import read_lock
 from medical_team.run.verl_version import (
     ALLOW_OTHER_VERL_ENV,
     VERL_VERSION,
     VerlVersionError,
     check_verl_version,
 )
-from medical_team.stack import read_lock
 
 REPO = Path(__file__).resolve().parents[2]
 

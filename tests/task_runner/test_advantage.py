@@ -15,9 +15,9 @@ from verl.trainer.ppo.ray_trainer import apply_kl_penalty, compute_advantage
 from verl.utils.config import omega_conf_to_dataclass
 from verl.utils.torch_functional import masked_mean, masked_var
 
+from medical_team.common.vocab import Role
 from medical_team.run.roles import role_uid
 from medical_team.task_runner.advantage import PER_ROLE_ESTIMATOR
-from medical_team.vocab import Role
 
 RESPONSE_LENGTH = 6
 

@@ -16,11 +16,11 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from test_pipeline import GLOBAL_STEP, play, rows, sample_and_compute_advantages
 from verl.workers.rollout.replica import TokenOutput
 
+from medical_team.common.vocab import Role
 from medical_team.game import GameOutcome, JudgeStats
 from medical_team.game.step_terms import with_step_terms
 from medical_team.run.settings import settings_from_trainer_config as settings_of
 from medical_team.run.step_games import StepGame
-from medical_team.vocab import Role
 
 pytestmark = pytest.mark.slow
 

@@ -18,12 +18,12 @@ from omegaconf import DictConfig
 from verl.utils.torch_functional import masked_mean, masked_var
 from verl.workers.rollout.replica import TokenOutput
 
+from medical_team.common.vocab import Category, Role
 from medical_team.data.medec import load_medec
 from medical_team.data.seeds import build_seeds
 from medical_team.game import metric_names
 from medical_team.game.dataset import game_row
 from medical_team.game.prompts import prompt_role
-from medical_team.vocab import Category, Role
 
 pytestmark = pytest.mark.slow
 

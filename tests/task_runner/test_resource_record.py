@@ -32,7 +32,7 @@ _OBSERVE = """
 import json, os, subprocess, sys
 from pathlib import Path
 from medical_team.run.settings import ResourceSettings
-from medical_team.run_lock import hold_run_lock
+from medical_team.run_folder.run_lock import hold_run_lock
 from medical_team.task_runner.resource_record import ResourceRecord
 output, memory_floor, disk_floor, step = Path(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
 hold_run_lock(output)

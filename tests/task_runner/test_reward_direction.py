@@ -33,12 +33,12 @@ import pytest
 import torch
 from warfarin_seeds import NOTE, seed_of
 
+from medical_team.common.vocab import BenignAttackMode, Category, Label, Role
 from medical_team.game import GameConfig, GameOutcome, RewardConfig, RewardScheme, intended_label, settle
 from medical_team.game.judging import JudgeVerdict
 from medical_team.game.rewards import VERDICT_SHARE_BAND
 from medical_team.game.step_terms import REALISED, StepShares, answer_kind, rare_verdict, with_step_terms
 from medical_team.task_runner.advantage import compute_per_role_reinforce_plus_plus
-from medical_team.vocab import BenignAttackMode, Category, Label, Role
 
 K = 4  # answers per note (rollout.n) of an assessor's note
 K_ATTACK = 3  # an attack has eight kinds of game: three rewrites per seed keep the enumeration small

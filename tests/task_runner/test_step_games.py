@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from medical_team.common.vocab import Category
 from medical_team.data.medec import load_medec
 from medical_team.data.seeds import build_seeds
 from medical_team.game import GameConfig, RewardConfig, RewardScheme, settle
@@ -15,7 +16,6 @@ from medical_team.game.monitors import GameTrace
 from medical_team.game.rewards import FORMAT
 from medical_team.run.step_games import StepGame, ledger_record
 from medical_team.task_runner.step_rewards import step_deltas
-from medical_team.vocab import Category
 
 BAND = GameConfig(rewards=RewardConfig(scheme=RewardScheme.DIFFICULTY_BAND))
 

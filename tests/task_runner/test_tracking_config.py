@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.launcher.compose import compose_config
 from medical_team.launcher.environment import runtime_env_vars
 from medical_team.run.settings import settings_from_trainer_config

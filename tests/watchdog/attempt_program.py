@@ -20,9 +20,9 @@ import sys
 import time
 from pathlib import Path
 
-from medical_team.checkpoint_folder import TRACKER_NAME, read_tracker
 from medical_team.launcher.watched_run import end_with_watchdog
 from medical_team.run.progress_record import ProgressWriter, progress_path
+from medical_team.run_folder.checkpoint_folder import TRACKER_NAME, read_tracker
 
 PHASES = ("generation", "update", "checkpoint_save", "metrics")
 SLOW_SAVE_S = 12.0

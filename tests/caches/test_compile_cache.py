@@ -1,6 +1,6 @@
-"""vLLM's compile cache claimed by one run at a time (medical_team/compile_cache.py), and the plan that carries it.
+"""vLLM's compile cache claimed by one run at a time (medical_team/caches/compile_cache.py), and the plan that carries it.
 
-Run: PYTHONPATH=tests .venv/bin/python -m pytest -q tests/test_compile_cache.py
+Run: PYTHONPATH=tests .venv/bin/python -m pytest -q tests/caches/test_compile_cache.py
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from medical_team.compile_cache import (
+from medical_team.caches.compile_cache import (
     COMPILE_CACHE_ENV,
     claim_compile_cache,
     compiled_entries,
@@ -23,7 +23,7 @@ from medical_team.run.settings import settings_from_trainer_config
 HOLDER = """
 import sys
 from pathlib import Path
-from medical_team.compile_cache import claim_compile_cache
+from medical_team.caches.compile_cache import claim_compile_cache
 use = claim_compile_cache(Path(sys.argv[1]))
 print(use.kept, flush=True)
 sys.stdin.read()

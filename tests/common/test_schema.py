@@ -1,4 +1,4 @@
-"""medical_team/schema.py: a section bound to typed dataclasses, every problem named at once, rules in one place."""
+"""medical_team/common/schema.py: a section bound to typed dataclasses, every problem named at once, rules in one place."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from medical_team.errors import UserInputError
-from medical_team.schema import Rules, bind, check
+from medical_team.common.errors import UserInputError
+from medical_team.common.schema import Rules, bind, check
 
 
 class Colour(str, Enum):

@@ -1,4 +1,4 @@
-"""`medical_team.stack`: the versions `medplay version` prints, and what every run records in versions.json."""
+"""`medical_team.run.stack`: the versions `medplay version` prints, and what every run records in versions.json."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from medical_team.launcher.preparation import record_run
-from medical_team.stack import IMAGE_TAG_ENV, UNKNOWN, git_commit, run_record, stack_versions
+from medical_team.run.stack import IMAGE_TAG_ENV, UNKNOWN, git_commit, run_record, stack_versions
 
 
 def git(repo: Path, *args: str) -> str:

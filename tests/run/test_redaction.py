@@ -7,7 +7,7 @@ from omegaconf import OmegaConf
 
 from medical_team.launcher.compose import compose_config
 from medical_team.launcher.preparation import save_config
-from medical_team.redaction import REDACTED, is_secret_name, redacted, redacted_overrides
+from medical_team.run.redaction import REDACTED, is_secret_name, redacted, redacted_overrides
 
 SECRET_NAMES = ["WANDB_API_KEY", "HF_TOKEN", "medplay.judge.api_key", "db-password", "aws.secret_access_key", "token"]
 PLAIN_NAMES = ["data.prompt_key", "max_tokens", "ppo_max_token_len_per_gpu", "profile_token_end", "tokenizer", "key"]

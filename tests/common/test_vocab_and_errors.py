@@ -1,4 +1,4 @@
-"""The shared vocabulary (`medical_team.vocab`) and user-facing errors (`medical_team.errors`)."""
+"""The shared vocabulary (`medical_team.common.vocab`) and user-facing errors (`medical_team.common.errors`)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 
 import pytest
 
+from medical_team.common.errors import UserInputError
+from medical_team.common.vocab import Category, Label
 from medical_team.data.records import GameSeed
-from medical_team.errors import UserInputError
-from medical_team.vocab import Category, Label
 
 
 @pytest.mark.parametrize("category", list(Category))

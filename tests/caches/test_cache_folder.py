@@ -1,10 +1,10 @@
-"""The compilation caches' folder (medical_team/cache_folder.py) and how `medplay train` hands it to every process."""
+"""The compilation caches' folder (medical_team/caches/cache_folder.py) and how `medplay train` hands it to every process."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from medical_team.cache_folder import CACHE_VARIABLES, cache_dir
+from medical_team.caches.cache_folder import CACHE_VARIABLES, cache_dir
 from medical_team.launcher.compose import compose_config
 
 

@@ -29,7 +29,7 @@ import socket
 import sys
 from pathlib import Path
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 
 LOCK_NAME = "run.lock"
 # `take`'s exit status when the lock file was removed (`drop`) between the shell's open and the lock: open it again
@@ -239,7 +239,7 @@ def main(argv: list[str]) -> int:
         return 0
     if argv[:1] == ["drop"] and len(argv) == 3:
         return 0 if drop(Path(argv[1]), int(argv[2])) else 1
-    print("usage: python -m medical_team.run_lock name | take FOLDER FD PID | drop FOLDER FD", file=sys.stderr)
+    print("usage: python -m medical_team.run_folder.run_lock name | take FOLDER FD PID | drop FOLDER FD", file=sys.stderr)
     return 2
 
 

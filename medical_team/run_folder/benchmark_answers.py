@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 
 STEP_FOLDER = "step_{step}"
 RESPONSES_JSONL = "responses.jsonl"

@@ -1,4 +1,4 @@
-"""The judge-backend registry (medical_team/judge_kinds.py): one entry per backend owns its facts and names its
+"""The judge-backend registry (medical_team/judge/judge_kinds.py): one entry per backend owns its facts and names its
 builder, and it is the one place a backend's name is compared."""
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ from pathlib import Path
 import pytest
 
 import medical_team
-from medical_team.errors import UserInputError
+from medical_team.common.errors import UserInputError
 from medical_team.judge.backends import build_judge, builder_of
-from medical_team.judge.rules import RulesJudge
-from medical_team.judge.settings import JudgeSettings, packaged_judge_settings
-from medical_team.judge_kinds import (
+from medical_team.judge.judge_kinds import (
     BACKEND_KINDS,
     JUDGE_BACKENDS,
     LOCAL_BACKENDS,
@@ -26,10 +24,12 @@ from medical_team.judge_kinds import (
     Where,
     backend_kind,
 )
+from medical_team.judge.rules import RulesJudge
+from medical_team.judge.settings import JudgeSettings, packaged_judge_settings
 from medical_team.launcher.judge_run import check_judge
 
 PACKAGE = Path(medical_team.__file__).resolve().parent
-REGISTRY = ("judge_kinds.py",)
+REGISTRY = ("judge/judge_kinds.py",)
 # Comparisons with a string that spells a backend's name but names something else: (file, expression) -> what.
 OTHER_NAMESPACES = {
     ("evaluate/generation.py", "backend == 'vllm'"): "medplay eval's generation backend (--backend)",
@@ -118,7 +118,7 @@ def test_no_module_but_the_registry_compares_a_judge_backends_name() -> None:
     found = _package_comparisons()
     unexplained = [f"{file}:{line}: {expression}" for (file, expression), line in found.items()
                    if (file, expression) not in OTHER_NAMESPACES]  # fmt: skip
-    assert not unexplained, "ask medical_team/judge_kinds.py (backend_kind) instead: " + "; ".join(unexplained)
+    assert not unexplained, "ask medical_team/judge/judge_kinds.py (backend_kind) instead: " + "; ".join(unexplained)
     stale = set(OTHER_NAMESPACES) - set(found)
     assert not stale, f"no longer in the package, drop from OTHER_NAMESPACES: {sorted(stale)}"
 

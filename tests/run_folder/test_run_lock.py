@@ -1,4 +1,4 @@
-"""One run per output folder (medical_team/run_lock.py), with real processes holding and asking for the lock.
+"""One run per output folder (medical_team/run_folder/run_lock.py), with real processes holding and asking for the lock.
 
 A second `medplay train`, `medplay sft` or appliance pipeline (entrypoints/pipeline.sh) on a folder whose lock a
 live process holds exits 2 with one line naming the folder and the holder's pid, and changes nothing in the folder;
@@ -25,10 +25,10 @@ import pytest
 from omegaconf import OmegaConf
 from processes import stop_session
 
-from medical_team import run_lock
 from medical_team.launcher.launch import locked_folders
 from medical_team.reliability.stop_request import STOP_FILE
-from medical_team.run_lock import (
+from medical_team.run_folder import run_lock
+from medical_team.run_folder.run_lock import (
     INHERITED_FD_ENV,
     LOCK_NAME,
     REPLACED_EXIT,
@@ -46,7 +46,7 @@ OLD_MTIME_NS = 1_600_000_000 * 10**9  # a fixed past time: any write to a file o
 HOLDER = """
 import os, subprocess, sys, time
 from pathlib import Path
-from medical_team.run_lock import hold_run_lock
+from medical_team.run_folder.run_lock import hold_run_lock
 folder = Path(sys.argv[1])
 hold_run_lock(folder)
 hold_run_lock(folder)
@@ -62,10 +62,10 @@ sys.stdin.read()
 """
 # The pipeline's lines (entrypoints/pipeline.sh): the shell opens the lock file of folder $1 and holds the lock.
 SHELL_HOLDS = (
-    'exec {fd}<>"$1/$(python -m medical_team.run_lock name)"\npython -m medical_team.run_lock take "$1" "$fd" $$\n'
+    'exec {fd}<>"$1/$(python -m medical_team.run_folder.run_lock name)"\npython -m medical_team.run_folder.run_lock take "$1" "$fd" $$\n'
 )
 REMEDY = "; wait for it to end, stop it, or use another output folder"
-ACQUIRE = "import sys\nfrom pathlib import Path\nfrom medical_team.run_lock import hold_run_lock\n"
+ACQUIRE = "import sys\nfrom pathlib import Path\nfrom medical_team.run_folder.run_lock import hold_run_lock\n"
 ACQUIRE += "hold_run_lock(Path(sys.argv[1]))\nprint('locked', flush=True)\n"
 
 
@@ -222,13 +222,13 @@ def test_a_lock_file_removed_after_a_shells_open_is_opened_again(tmp_path: Path)
     folder.mkdir()
     # Two opens of the lock file in one shell, two runs: `a` holds it, `b` opened it, `a` ends before writing.
     script = (
-        'exec {a}<>"$1/$(python -m medical_team.run_lock name)"\n'
-        'python -m medical_team.run_lock take "$1" "$a" $$\n'
-        'exec {b}<>"$1/$(python -m medical_team.run_lock name)"\n'
-        'python -m medical_team.run_lock drop "$1" "$b" || echo "drop by b: $?"\n'
-        'python -m medical_team.run_lock drop "$1" "$a" && echo "dropped by a"\n'
+        'exec {a}<>"$1/$(python -m medical_team.run_folder.run_lock name)"\n'
+        'python -m medical_team.run_folder.run_lock take "$1" "$a" $$\n'
+        'exec {b}<>"$1/$(python -m medical_team.run_folder.run_lock name)"\n'
+        'python -m medical_team.run_folder.run_lock drop "$1" "$b" || echo "drop by b: $?"\n'
+        'python -m medical_team.run_folder.run_lock drop "$1" "$a" && echo "dropped by a"\n'
         "exec {a}>&-\n"
-        'python -m medical_team.run_lock take "$1" "$b" $$ || echo "take by b: $?"\n'
+        'python -m medical_team.run_folder.run_lock take "$1" "$b" $$ || echo "take by b: $?"\n'
     )
     command = ["bash", "-c", script, "pipeline", str(folder)]
     shell = subprocess.run(command, env=venv_first(), capture_output=True, text=True, timeout=120, check=True)

@@ -1,6 +1,6 @@
-"""`medical_team.process_group.stop_process_group` on real processes: a leader and the child it started.
+"""`medical_team.launcher.process_group.stop_process_group` on real processes: a leader and the child it started.
 
-Run: PYTHONPATH=tests .venv/bin/python -m pytest -q tests/test_process_group.py
+Run: PYTHONPATH=tests .venv/bin/python -m pytest -q tests/launcher/test_process_group.py
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 import psutil
 
-from medical_team.process_group import stop_process_group
+from medical_team.launcher.process_group import stop_process_group
 
 # The leader starts a child (same process group), says its pid, and waits; on SIGTERM it does as `argv[1]` says.
 LEADER = """

@@ -3,7 +3,7 @@
 verl 0.9.1 starts every engine with `VLLM_DISABLE_COMPILE_CACHE=1` (verl/trainer/constants_ppo.py) because
 two engines writing one cache folder at once can corrupt it; a second `medplay train` then compiles again
 (Dynamo and Inductor: 37 s of the rollout server's start on the H200, docs/benchmarks.md). medplay gives each
-engine a tree of its own (medical_team/cache_folder.py: the rollout's, the judge server's), so what remains is two
+engine a tree of its own (medical_team/caches/cache_folder.py: the rollout's, the judge server's), so what remains is two
 runs sharing one cache volume. The run that takes the folder's lock (a kernel `flock`, dropped when its process
 exits) turns vLLM's cache on; a run that finds it taken compiles without it and says why. A value set for
 `VLLM_DISABLE_COMPILE_CACHE` in the run's `ray_kwargs.ray_init.runtime_env.env_vars` is left as it is.
@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from medical_team.cache_folder import CACHE_VARIABLES
+from medical_team.caches.cache_folder import CACHE_VARIABLES
 
 COMPILE_CACHE_ENV = "VLLM_DISABLE_COMPILE_CACHE"
 LOCK_NAME = "compile.lock"
