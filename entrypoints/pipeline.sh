@@ -107,7 +107,7 @@ export MEDPLAY_RUN_LOCK_FD="${run_lock_fd}"
 user_overrides=()
 run_config="${MEDPLAY_RUN_CONFIG:?is set by the entrypoint}"
 if [[ -f "${run_config}" ]]; then
-    from_file="$(python -m medical_team.launcher.run_file "${run_config}" 2>&1)" || {
+    from_file="$(python -m medical_team.launcher.config.run_file "${run_config}" 2>&1)" || {
         code=$?
         say "${from_file}"
         exit "${code}"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from medical_team.launcher.compose import available_profiles, compose_raw
+from medical_team.launcher.config.compose import available_profiles, compose_raw
 
 OUTPUT_DIR = Path(__file__).resolve().parent.parent / "docs" / "config"
 HEADER = (

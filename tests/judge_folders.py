@@ -26,7 +26,7 @@ def served_judge_run(tmp_path: Path, *overrides: str):
 
     Returns the planned run (the tests replace the server's command).
     """
-    from medical_team.launcher.run_plan import plan_run
+    from medical_team.launcher.plan.run_plan import plan_run
 
     (tmp_path / "judge-model").mkdir(exist_ok=True)
     (tmp_path / "judge-model" / "config.json").write_text("{}")

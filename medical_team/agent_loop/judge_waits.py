@@ -4,7 +4,7 @@ A judge call runs on an agent-loop worker's thread (`judge_factory.judge_executo
 whose output reaches only the run's log (Ray forwards it to the launcher, whose output is the log). While
 any call of a worker has waited `every_s` or more, the worker prints a WAIT_MARK line every `every_s`,
 and an OVER line once those calls ended (medical_team/run/judge_wait_lines.py); the launcher's `JudgeWaitRelay`
-(medical_team/launcher/judge_wait_relay.py) follows the run log and says those lines on the console.
+(medical_team/launcher/console/judge_wait_relay.py) follows the run log and says those lines on the console.
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ from medical_team.launcher.console.appended_lines import AppendedLines
 from medical_team.run.processes import process_kind
 from medical_team.run.stack import SOURCE_ROOT, git_commit, stack_versions
 
-READY_LINE = "all initialize finished, ready to fit"  # verl's last start-up line (launcher/startup.py)
+READY_LINE = "all initialize finished, ready to fit"  # verl's last start-up line (launcher/console/startup.py)
 KINDS = {"medplay": (), "stock": STOCK_OVERRIDES}
 ROOT = SOURCE_ROOT  # the checkout (or the installed package's folder) that `--against` alternates with
 

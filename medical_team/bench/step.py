@@ -36,7 +36,7 @@ from medical_team.bench.step_figures import generated_tokens, per_second, per_to
 from medical_team.bench.stock_step import STOCK_OVERRIDES
 from medical_team.bench.table import print_result
 from medical_team.bench.training_runs import add_run_arguments, cpu_smoke_overrides, prepare, train_run
-from medical_team.launcher.startup import ready_stages
+from medical_team.launcher.console.startup import ready_stages
 from medical_team.run.replay_poll_interval import REPLAY_POLL_S
 
 # Per generated token the self-play step may cost at most 10 % more than verl's stock single-turn step.
@@ -52,7 +52,7 @@ COMPARISON = (
 
 def served_judge_section(work: Path, common: list[str], rules_run: dict[str, Any], timeout_s: float, skip: int) -> dict:
     """The judge's cost per step when `medplay train` serves it with vLLM (a tiny random judge model on CPU)."""
-    from medical_team.launcher.served_judge_process import STAGE as JUDGE_STAGE
+    from medical_team.launcher.judge.served_judge_process import STAGE as JUDGE_STAGE
 
     judge_model = work / "tiny-judge"
     if not (judge_model / "config.json").is_file():

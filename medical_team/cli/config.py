@@ -40,8 +40,8 @@ def run_get(args: argparse.Namespace) -> int:
     """Compose and check the config for the overrides (profile from the probe, as `medplay train`), print each key's value."""
     from omegaconf import OmegaConf
 
-    from medical_team.launcher.compose import compose_config
-    from medical_team.launcher.verl_keys import check_config
+    from medical_team.launcher.config.compose import compose_config
+    from medical_team.launcher.config.verl_keys import check_config
 
     keys = [arg for arg in args.arguments if not is_override(arg)]
     overrides = [arg for arg in args.arguments if is_override(arg)]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from medical_team.cli.probe_plan import REFUSED
 from medical_team.cli.train import add_config_argument, user_overrides
 from medical_team.hardware.attention import ATTENTION_KEY, FLASH_ATTENTION, NO_PADDING_REMOVAL, attention_overrides
-from medical_team.launcher.host_plan import checked_config, requested_profile, run_overrides, sets_key
+from medical_team.launcher.plan.host_plan import checked_config, requested_profile, run_overrides, sets_key
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from medical_team.hardware.host_facts import PackageFacts
     from medical_team.hardware.probe import ProbeReport
-    from medical_team.launcher.host_plan import HostPlan
+    from medical_team.launcher.plan.host_plan import HostPlan
 
 
 def _gib(value: float | None) -> str:
@@ -103,9 +103,9 @@ def run(args: argparse.Namespace) -> int:
     from medical_team.hardware.host_facts import collect_facts, with_cache_folder
     from medical_team.hardware.probe import assess, chosen_profile
     from medical_team.hardware.profiles import hardware_profiles
-    from medical_team.launcher.compose import named_keys
-    from medical_team.launcher.disk_plan import config_checkpoint_parts
-    from medical_team.launcher.host_plan import host_plan, planned_gpus
+    from medical_team.launcher.config.compose import named_keys
+    from medical_team.launcher.plan.disk_plan import config_checkpoint_parts
+    from medical_team.launcher.plan.host_plan import host_plan, planned_gpus
     from medical_team.models.shape import GIB
 
     console = Console()
@@ -173,7 +173,7 @@ def ray_head_gpus(planned: HostPlan | None) -> list[str]:
     shows (a judge on a GPU of its own): `ray_kwargs.ray_init.num_gpus=N` (what `medplay config get` hands the
     head; `medplay train` joins it and leaves them to it). Ray gives its GPU slots 0..N-1 to the first N GPUs the
     head sees, the policy's, so the judge's stays its own. The overrides that follow win."""
-    from medical_team.launcher.gpu_plan import RAY_GPUS_KEY
+    from medical_team.launcher.plan.gpu_plan import RAY_GPUS_KEY
 
     if planned is None or planned.placed.gpus is None or planned.placed.placement is None:
         return []
@@ -184,11 +184,11 @@ def ray_head_gpus(planned: HostPlan | None) -> list[str]:
 def fake_gpus(config: DictConfig | None) -> list[str]:
     """On the CPU, the fake GPUs a Ray head the container's pipeline starts declares: `ray_kwargs.ray_init.num_gpus=N`
     when the run trains on N ranks (`trainer.n_gpus_per_node`) and the profile declares another count (cpu-smoke: 1),
-    as `medplay train`'s own private cluster would (launcher/gpu_plan.py)."""
+    as `medplay train`'s own private cluster would (launcher/plan/gpu_plan.py)."""
     from omegaconf import OmegaConf
 
     from medical_team.hardware.gpu_set import POLICY_GPUS_KEY
-    from medical_team.launcher.gpu_plan import RAY_GPUS_KEY
+    from medical_team.launcher.plan.gpu_plan import RAY_GPUS_KEY
 
     if config is None:
         return []

@@ -4,7 +4,7 @@
 
 What runs on each GPU (the policy's ranks, the served judge on a GPU of its own or beside the policy's first), each
 GPU's busiest phase, and a policy GPU's phases as one table; plan.json holds the same. The arithmetic is the run
-plan's (launcher/host_plan.py over gpu_plan.py), so it shows what `medplay train` would do.
+plan's (launcher/plan/host_plan.py over gpu_plan.py), so it shows what `medplay train` would do.
 """
 
 from __future__ import annotations
@@ -68,8 +68,8 @@ def run_plan(args: argparse.Namespace, overrides: list[str]) -> int:
     from medical_team.hardware.gpu_set import gpu_set
     from medical_team.hardware.host_facts import CUDA_VISIBLE_DEVICES, nvidia_smi_facts, visible_gpus
     from medical_team.hardware.profiles import hardware_profiles, profile_for_vram
-    from medical_team.launcher.compose import named_keys
-    from medical_team.launcher.host_plan import checked_config, host_plan, planned_gpus, requested_profile
+    from medical_team.launcher.config.compose import named_keys
+    from medical_team.launcher.plan.host_plan import checked_config, host_plan, planned_gpus, requested_profile
 
     profiles = hardware_profiles()
     host = visible_gpus(nvidia_smi_facts()[2], os.environ.get(CUDA_VISIBLE_DEVICES))

@@ -24,7 +24,7 @@ SUMMARY_DIGITS = 4  # significant digits of the losses shown
 
 def run(args: argparse.Namespace) -> int:
     """Fine-tune, then print the loss per step and where the model folder is."""
-    from medical_team.launcher.sft import sft
+    from medical_team.launcher.sft.sft import sft
 
     paths = sft(with_profile(user_overrides(args, args.overrides), probe_report_path(args)))
     print_step_lines("sft", paths.metrics_file, SUMMARY_METRICS, SUMMARY_DIGITS)

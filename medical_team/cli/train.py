@@ -83,7 +83,7 @@ def add_config_argument(parser: argparse.ArgumentParser) -> None:
 
 def user_overrides(args: argparse.Namespace, overrides: Sequence[str]) -> list[str]:
     """The `--config` file's overrides, then `overrides` (the command line's, which win)."""
-    from medical_team.launcher.run_file import run_file_overrides
+    from medical_team.launcher.config.run_file import run_file_overrides
 
     from_file = run_file_overrides(args.config) if args.config is not None else []
     return [*from_file, *overrides]
@@ -131,8 +131,8 @@ def run(args: argparse.Namespace) -> int:
     exit status of both is 4. The exit statuses: docs/troubleshooting.md, "Exit statuses of medplay train".
     With `medplay.watchdog.enabled`, this process is the run's watchdog and the training runs in a child of it.
     """
+    from medical_team.launcher.failures.run_errors import end_run, failure_report
     from medical_team.launcher.launch import train
-    from medical_team.launcher.run_errors import end_run, failure_report
     from medical_team.launcher.watched_run import end_with_watchdog, in_attempt, watched_run
 
     report = probe_report_path(args)

@@ -6,7 +6,7 @@ MAX_CHARS_PER_TOKEN characters per token on a MEDEC note (over the 1,171 bundled
 every game shows the assessor the note) of more than MAX_CHARS_PER_TOKEN x N characters cannot fit N tokens.
 N is the largest `data.max_prompt_length` of the shipped profiles: a note named here fits none of them. A note
 that is only too long for a smaller profile is left to `medplay train`, which counts its prompts exactly in the
-run's tokenizer and refuses the run (launcher/prompt_lengths.py).
+run's tokenizer and refuses the run (launcher/plan/prompt_lengths.py).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ parameter counts the GPU memory plan uses, and what verl 0.9.1's FSDP checkpoint
   state `data.pt` and medplay's marker.
 
 Checked against the tiny cpu-smoke model's real checkpoint in docs/reliability.md ("Retention and the disk a run
-needs"). The launcher's disk plan (launcher/disk_plan.py) and the probe size the disk from here.
+needs"). The launcher's disk plan (launcher/plan/disk_plan.py) and the probe size the disk from here.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Pure functions over the GPUs host_facts.py lists: `gpu_set` takes every visible GPU of one model (on a mixed host
 the largest set of identical GPUs, the others named as left out), `placement` splits that set between the policy
 (one FSDP rank and one vLLM rollout replica per GPU) and a judge served on this host (a GPU of its own from two
-GPUs on; beside the policy's first GPU on one). The run plan (launcher/gpu_plan.py) and `medplay probe` read them;
+GPUs on; beside the policy's first GPU on one). The run plan (launcher/plan/gpu_plan.py) and `medplay probe` read them;
 docs/scale-out.md, "One host with several GPUs", says what a user sets.
 """
 

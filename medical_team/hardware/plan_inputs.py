@@ -2,7 +2,7 @@
 
 `plan_inputs` reads verl's part of a composed config (a plain nested dict: the policy, its batches, offloading,
 the rollout's vLLM share) and takes the judge's figures from the caller, who has them from the judge's checked
-settings (`launcher/memory_inputs.py`). The config keys the plan and the run plan read or write are named here once.
+settings (`launcher/plan/memory_inputs.py`). The config keys the plan and the run plan read or write are named here once.
 """
 
 from __future__ import annotations

@@ -143,7 +143,7 @@ def host_refusals(facts: HostFacts, profile: HardwareProfile, checkpoint_gib: fl
     """Why the host (shared memory, checkpoint disk) cannot run any training with this profile.
 
     The disk must hold one checkpoint (`checkpoint_gib`, unchecked when None), the least a run saves; `medplay train`
-    checks the whole run's saves and records at its start (launcher/disk_plan.py).
+    checks the whole run's saves and records at its start (launcher/plan/disk_plan.py).
     """
     refusals = []
     if facts.shm_total_gib is not None and facts.shm_total_gib < MIN_SHM_GIB:

@@ -1,7 +1,7 @@
 """Each vLLM engine's memory on the card: weights, overhead, and the KV cache its share leaves or the config gives.
 
 The rollout's engine and, when served here, the judge's: what their KV caches hold (tokens, longest requests at
-once), the bytes `medplay train` hands each engine (launcher/kv_caches.py), and the problem when one cannot
+once), the bytes `medplay train` hands each engine (launcher/plan/kv_caches.py), and the problem when one cannot
 hold a single request. The probe's judge note reads the same figures.
 """
 

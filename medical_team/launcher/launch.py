@@ -17,14 +17,14 @@ from omegaconf import DictConfig
 
 from medical_team.caches.compile_cache import release_compile_cache
 from medical_team.common.errors import UserInputError
-from medical_team.launcher.compose import compose_config, named_keys
+from medical_team.launcher.config.compose import compose_config, named_keys
 from medical_team.launcher.console.console import output_to_log, say
-from medical_team.launcher.startup import TrainerStages, stage
+from medical_team.launcher.console.startup import TrainerStages, stage
 from medical_team.run_folder.checkpoint_folder import TRACKER_NAME, last_checkpoint, read_tracker
 from medical_team.run_folder.run_lock import hold_run_lock, release_run_lock
 
 if TYPE_CHECKING:
-    from medical_team.launcher.run_plan import PlannedRun
+    from medical_team.launcher.plan.run_plan import PlannedRun
 
 @dataclass(frozen=True)
 class RunPaths:
@@ -69,7 +69,7 @@ def run_verl(
 ) -> None:
     """verl's `main_ppo.main` body for an already composed config: device, validation, Ray, task runner.
 
-    The console shows each startup stage as it begins and ends (medical_team/launcher/startup.py); the
+    The console shows each startup stage as it begins and ends (medical_team/launcher/console/startup.py); the
     trainer's readiness is counted from `run_started` (when `medplay train` began) when given. `stuck`
     tells the SIGTERM handler why the step in progress cannot end (graceful_stop.py); `ray_cluster`
     says which cluster Ray starts or joins (the run plan's, which set ray_kwargs.ray_init for it).
@@ -80,7 +80,7 @@ def run_verl(
     from verl.utils.config import validate_config
     from verl.utils.device import auto_set_device
 
-    from medical_team.launcher.dead_actors import ends_on_dead_actor
+    from medical_team.launcher.failures.dead_actors import ends_on_dead_actor
     from medical_team.launcher.graceful_stop import install_sigterm_handler
     from medical_team.launcher.ray_start import start_ray
     from medical_team.task_runner.task_runner import SelfPlayTaskRunner
@@ -139,13 +139,13 @@ def train(overrides: Sequence[str], *, verbose: bool = False) -> RunPaths:
 def _train(composed: DictConfig, named: frozenset[str], started: float, verbose: bool) -> RunPaths:
     """`train` once the run's folders are locked: plan (`named`: the keys the overrides set), check the inputs, then
     train beside the judge."""
-    from medical_team.launcher.disk_plan import check_disk
     from medical_team.launcher.environment import apply_environment, runtime_env_vars
-    from medical_team.launcher.judge_context import check_judge_context
-    from medical_team.launcher.out_of_memory import out_of_memory
+    from medical_team.launcher.failures.out_of_memory import out_of_memory
+    from medical_team.launcher.judge.judge_context import check_judge_context
+    from medical_team.launcher.plan.disk_plan import check_disk
+    from medical_team.launcher.plan.prompt_lengths import check_prompt_lengths
+    from medical_team.launcher.plan.run_plan import plan_config
     from medical_team.launcher.preparation import check_data, check_model, prepare_model
-    from medical_team.launcher.prompt_lengths import check_prompt_lengths
-    from medical_team.launcher.run_plan import plan_config
     from medical_team.run.shm_segments import remove_orphaned_segments, shm_segments
 
     # Everything derived from this machine (KV cache bytes, the emulated card, the judge's address, Ray's
@@ -195,13 +195,13 @@ def mark_start_up(config: DictConfig) -> None:
 
 def _train_beside_judge(run: PlannedRun, paths: RunPaths, started: float) -> None:
     """Start the judge's server (the `vllm` backend), record the run, and train; a stop while waiting says so."""
+    from medical_team.launcher.console.judge_wait_relay import JudgeWaitRelay
+    from medical_team.launcher.console.progress import StepProgress
     from medical_team.launcher.graceful_stop import stopped_while
-    from medical_team.launcher.judge_run import record_judge
-    from medical_team.launcher.judge_wait_relay import JudgeWaitRelay
+    from medical_team.launcher.judge.judge_run import record_judge
+    from medical_team.launcher.judge.served_judge import serve_judge
     from medical_team.launcher.model_info_warmup import model_info_warmed
     from medical_team.launcher.preparation import prepare_checkpoints, record_run
-    from medical_team.launcher.progress import StepProgress
-    from medical_team.launcher.served_judge import serve_judge
     from medical_team.reliability.stop_request import StoppedWhileWaitingError
 
     config, settings = run.config, run.settings
@@ -236,8 +236,8 @@ def _train_beside_judge(run: PlannedRun, paths: RunPaths, started: float) -> Non
 
 def _give_up(paths: RunPaths) -> Callable[[BaseException], None]:
     """What ends the process when the judge's server failed and the main thread did not unwind (served_judge)."""
-    from medical_team.launcher.out_of_memory import out_of_memory
-    from medical_team.launcher.run_errors import end_run, failure_report
+    from medical_team.launcher.failures.out_of_memory import out_of_memory
+    from medical_team.launcher.failures.run_errors import end_run, failure_report
 
     def give_up(error: BaseException) -> None:
         """End the process now with the line and status the main thread would have reached."""

@@ -40,7 +40,7 @@ def end_with_watchdog() -> None:
 def watched_run(overrides: Sequence[str], *, verbose: bool) -> WatchedRun | None:
     """The run to watch for these (final) overrides; None when its watchdog is off or the config is the attempt's to
     refuse."""
-    from medical_team.launcher.compose import compose_config
+    from medical_team.launcher.config.compose import compose_config
     from medical_team.run.settings import settings_from_trainer_config
     from medical_team.run.stall_limits import run_timeouts, timeout_problems
 

@@ -1,6 +1,6 @@
 """`medplay.emulate_gpu_gib` in each Ray worker: a GPU worker's torch allocator capped to the smaller card's memory.
 
-The workers' half; the launcher's half (medical_team/launcher/card_emulation.py) scales vLLM's memory shares and
+The workers' half; the launcher's half (medical_team/launcher/plan/card_emulation.py) scales vLLM's memory shares and
 hands every Ray worker the cap's fraction in `MEDPLAY_GPU_MEMORY_FRACTION`. Run when verl imports medplay's plugin
 (every_process.py), `cap_this_worker` caps torch's caching allocator in a Ray actor that holds a GPU (the trainer's
 FSDP workers) with `torch.cuda.set_per_process_memory_fraction`, so an allocation past the smaller card's size

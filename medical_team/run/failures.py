@@ -1,5 +1,5 @@
-"""What ends a run, named once for the trainer, the agent loops and the launcher's reports (launcher/run_errors.py,
-launcher/out_of_memory.py, launcher/served_judge.py)."""
+"""What ends a run, named once for the trainer, the agent loops and the launcher's reports (launcher/failures/run_errors.py,
+launcher/failures/out_of_memory.py, launcher/judge/served_judge.py)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ class MetricsWriteError(RuntimeError):
 
 
 class ActorProcessDiedError(RuntimeError):
-    """A Ray actor of the run died with its process or node (launcher/dead_actors.py): the run ends naming it."""
+    """A Ray actor of the run died with its process or node (launcher/failures/dead_actors.py): the run ends naming it."""
 
 
 class ResourceFloorError(RuntimeError):

@@ -1,6 +1,6 @@
 """Whether the judge's vLLM server answers: the launcher's supervision and the agent loops' first judged game ask.
 
-The launcher starts the server (medical_team/launcher/served_judge.py) and probes it while it starts and runs;
+The launcher starts the server (medical_team/launcher/judge/served_judge.py) and probes it while it starts and runs;
 an agent-loop worker waits here, on the judge-executor thread of its first judged game, until it answers.
 """
 

@@ -1,6 +1,6 @@
 """The judge-wait lines: what the agent-loop workers print while games wait on the judge, and the launcher relays.
 
-The workers' half is medical_team/agent_loop/judge_waits.py, the launcher's medical_team/launcher/judge_wait_relay.py;
+The workers' half is medical_team/agent_loop/judge_waits.py, the launcher's medical_team/launcher/console/judge_wait_relay.py;
 Ray forwards the workers' lines to the run log, where the launcher finds them by WAIT_MARK.
 """
 

@@ -4,7 +4,7 @@
 `torch.OutOfMemoryError` at its N-th call (medical_team/plugin/oom_injection.py, run when verl imports medplay's
 plugin; `judge_server`: the judge's server process raises it as it starts,
 medical_team/judge_server/served_judge_exec.py). The launcher turns the error into its report
-(medical_team/launcher/out_of_memory.py).
+(medical_team/launcher/failures/out_of_memory.py).
 """
 
 from __future__ import annotations

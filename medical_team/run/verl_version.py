@@ -2,7 +2,7 @@
 
 medplay replaces a few verl and vLLM internals (docs/verl-integration.md lists them); in another verl release they
 may have moved, and a silent mismatch fails far from its cause. The launcher checks before Ray starts
-(`launcher.verl_keys.check_config`, `medplay sft`'s trainer), every verl process as it imports medplay's plugin
+(`launcher.config.verl_keys.check_config`, `medplay sft`'s trainer), every verl process as it imports medplay's plugin
 (medical_team/plugin/__init__.py). The check reads the installed version from package metadata, without importing
 verl.
 """

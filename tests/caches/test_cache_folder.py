@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from medical_team.caches.cache_folder import CACHE_VARIABLES, cache_dir
-from medical_team.launcher.compose import compose_config
+from medical_team.launcher.config.compose import compose_config
 
 
 def test_the_setting_wins_then_the_environment_then_the_home_folder(monkeypatch, tmp_path):

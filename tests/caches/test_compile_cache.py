@@ -15,8 +15,8 @@ from medical_team.caches.compile_cache import (
     compiled_entries,
     release_compile_cache,
 )
-from medical_team.launcher.compose import compose_config
-from medical_team.launcher.run_plan import compiles, derive_run_plan, planned_config
+from medical_team.launcher.config.compose import compose_config
+from medical_team.launcher.plan.run_plan import compiles, derive_run_plan, planned_config
 from medical_team.run.settings import settings_from_trainer_config
 
 # Another run's launcher: holds the folder's lock until its stdin closes.

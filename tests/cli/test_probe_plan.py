@@ -14,7 +14,7 @@ from medical_team.cli import main
 from medical_team.cli.probe import ray_head_gpus
 from medical_team.hardware.host_facts import GpuFacts, HostFacts, PackageFacts
 from medical_team.hardware.probe import assess
-from medical_team.launcher.host_plan import checked_config, compose_plan, host_plan
+from medical_team.launcher.plan.host_plan import checked_config, compose_plan, host_plan
 
 H100 = ("NVIDIA H100 80GB HBM3", 79.2)
 RTX4090 = ("NVIDIA GeForce RTX 4090", 23.6)

@@ -10,7 +10,7 @@ from verl.utils.config import validate_config
 
 from medical_team.common.errors import UserInputError
 from medical_team.common.vocab import ASSESSOR_AGENT
-from medical_team.launcher.compose import available_profiles, compose_config
+from medical_team.launcher.config.compose import available_profiles, compose_config
 from medical_team.launcher.environment import runtime_env_vars
 from medical_team.plugin.cpu.patches import patch_vllm_version_lookup
 from medical_team.plugin.rollout_env import rollout_env_from
@@ -50,7 +50,7 @@ def test_gpu_profiles_fit_one_gpu_and_never_load_the_cpu_runtime(profile: str) -
 
 @pytest.mark.parametrize("profile", GPU_PROFILES)
 def test_gpu_profiles_serve_their_judge_and_the_plan_reads_its_share_from_the_checked_settings(profile: str) -> None:
-    from medical_team.launcher.memory_inputs import memory_plan_inputs
+    from medical_team.launcher.plan.memory_inputs import memory_plan_inputs
 
     config = compose_config([f"profile={profile}"])
     judge = settings_from_trainer_config(config).judge

@@ -5,7 +5,7 @@
 Two runs of `medplay train profile=cpu-smoke` (4 steps asked for): once step 1 is committed (verl's tracker at 1,
 its metrics on disk), the rollout server (verl's `vLLMHttpServer` actor) or one agent-loop worker (medplay's
 `_SelfPlayAgentLoopWorker`) gets SIGKILL, found by its Ray process title (`ray::<class>...`). Before
-launcher/dead_actors.py, the worker's death hung the run for good and the server's ended it with verl's
+launcher/failures/dead_actors.py, the worker's death hung the run for good and the server's ended it with verl's
 replay-buffer error. `long`: the two runs take about 6 minutes on 2 cores (docs/testing.md).
 """
 

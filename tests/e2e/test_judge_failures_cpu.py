@@ -20,15 +20,15 @@ from pathlib import Path
 import pytest
 from cpu_smoke import TRAIN_TIMEOUT_S, convert, train_command
 
-from medical_team.launcher.served_judge import LOG_NAME
-from medical_team.launcher.served_judge_command import MODEL_KNOB
-from medical_team.launcher.served_judge_plan import free_port
-from medical_team.launcher.served_judge_process import START_UP
+from medical_team.launcher.judge.served_judge import LOG_NAME
+from medical_team.launcher.judge.served_judge_command import MODEL_KNOB
+from medical_team.launcher.judge.served_judge_plan import free_port
+from medical_team.launcher.judge.served_judge_process import START_UP
 from medical_team.run.failures import JUDGE_FAILED_EXIT
 from medical_team.run.judge_wait_lines import WAIT_MARK
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
-FAKE = str(Path(__file__).parents[1] / "launcher" / "fake_judge_server.py")
+FAKE = str(Path(__file__).parents[1] / "launcher" / "judge" / "fake_judge_server.py")
 
 
 def test_a_judge_server_that_cannot_load_its_model_ends_the_run_within_10_s(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from medical_team.launcher.served_judge_plan import free_port
+from medical_team.launcher.judge.served_judge_plan import free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 

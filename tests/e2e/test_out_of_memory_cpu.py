@@ -4,7 +4,7 @@
     MEDPLAY_OOM_EVERY_PHASE=1 .venv/bin/python -m pytest -q -m e2e tests/e2e/test_out_of_memory_cpu.py  # all
 
 The real cpu-smoke run, with `MEDPLAY_INJECT_OOM` set for its Ray workers: the worker that runs the
-phase raises the real `torch.OutOfMemoryError` there (medical_team/launcher/out_of_memory.py), and Ray
+phase raises the real `torch.OutOfMemoryError` there (medical_team/launcher/failures/out_of_memory.py), and Ray
 carries it to the launcher as it would a CUDA one. `update_actor` runs in every test run: step 1
 trains and saves, step 2 runs out of memory, and the step-1 checkpoint stays the resume point. The
 other phases (rollout, old_log_prob, ref, the judge's server) cost a run each, so they run only with
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from cpu_smoke import convert, train_command
 
-from medical_team.launcher.out_of_memory import KNOBS
+from medical_team.launcher.failures.out_of_memory import KNOBS
 from medical_team.models.tiny import build_tiny_model
 from medical_team.run.failures import OUT_OF_MEMORY_EXIT
 from medical_team.run_folder.checkpoint_folder import read_tracker

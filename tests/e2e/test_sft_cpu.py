@@ -19,7 +19,7 @@ import pytest
 import torch
 
 from medical_team.cli import main
-from medical_team.launcher.sft_dataset import GamePromptSFTDataset
+from medical_team.launcher.sft.sft_dataset import GamePromptSFTDataset
 
 pytestmark = pytest.mark.e2e
 

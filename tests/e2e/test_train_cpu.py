@@ -28,8 +28,8 @@ from spec_names import ADVERSARIAL, GAME_MD_METRICS, MONITOR_METRICS, MONITOR_PL
 
 from medical_team.cli import main
 from medical_team.game.game_records import games_folder, read_game_records
-from medical_team.launcher.compose import compose_config
-from medical_team.launcher.disk_plan import config_checkpoint_parts
+from medical_team.launcher.config.compose import compose_config
+from medical_team.launcher.plan.disk_plan import config_checkpoint_parts
 from medical_team.reliability.checkpoints import COMPLETE_MARKER, damage
 from medical_team.run.shm_segments import remove_orphaned_segments, shm_segments
 from medical_team.run_folder.checkpoint_folder import read_tracker, step_dirs

@@ -3,7 +3,7 @@
     PYTHONPATH=tests .venv/bin/python -m pytest -q -m long tests/e2e/test_two_gpus_cpu.py
 
 `medplay train profile=cpu-smoke trainer.n_gpus_per_node=2`, as a user asks for two GPUs on one host: the run plan
-(medical_team/launcher/gpu_plan.py) declares two of Ray's fake GPUs for its private cluster, doubles the profile's
+(medical_team/launcher/plan/gpu_plan.py) declares two of Ray's fake GPUs for its private cluster, doubles the profile's
 games per step (one GPU's share for each) and checks every split verl asserts later; verl then places one actor
 rank and one vLLM rollout server on each. The first run trains 2 steps and checkpoints both ranks' shards; the
 second resumes from them (`trainer.resume_mode=auto`) and trains step 3. `long`: two real runs cost minutes.

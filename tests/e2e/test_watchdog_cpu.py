@@ -32,7 +32,7 @@ import pytest
 from cpu_smoke import MEDPLAY, convert, metrics_by_step, train_command, train_timeout_s
 from watchdog_limits import SEEN_WITHIN_S, WATCHDOG
 
-from medical_team.launcher.served_judge_plan import free_port
+from medical_team.launcher.judge.served_judge_plan import free_port
 from medical_team.run.failures import REPEATED_FAILURE_EXIT
 from medical_team.run.phase_hold import HOLD_ENV
 from medical_team.run.watchdog_files import EVENTS_NAME, WATCHDOG_FOLDER

@@ -20,7 +20,7 @@ SECRET = "sk-live-export-0123456789"
 def record_run(root: Path) -> None:
     """`root` as `medplay train profile=cpu-smoke` leaves it before training: config.yaml, versions.json, data."""
     from medical_team.cli import main
-    from medical_team.launcher.compose import compose_config
+    from medical_team.launcher.config.compose import compose_config
     from medical_team.launcher.preparation import record_run
 
     assert main(["convert", "--output", str(root / "data")]) == 0

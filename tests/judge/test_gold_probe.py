@@ -10,7 +10,7 @@ from medical_team.cli import main
 from medical_team.judge.gold import build_gold, medec_seeds
 from medical_team.judge.gold_probe import PROBE_KINDS, GoldFloor, GoldProbes, JudgeGoldFloorError, count_correct
 from medical_team.judge.rules import RulesJudge
-from medical_team.launcher.run_errors import one_line, run_stopping_cause
+from medical_team.launcher.failures.run_errors import one_line, run_stopping_cause
 
 
 @pytest.fixture(scope="module")

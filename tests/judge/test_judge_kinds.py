@@ -26,14 +26,14 @@ from medical_team.judge.judge_kinds import (
 )
 from medical_team.judge.rules import RulesJudge
 from medical_team.judge.settings import JudgeSettings, packaged_judge_settings
-from medical_team.launcher.judge_run import check_judge
+from medical_team.launcher.judge.judge_run import check_judge
 
 PACKAGE = Path(medical_team.__file__).resolve().parent
 REGISTRY = ("judge/judge_kinds.py",)
 # Comparisons with a string that spells a backend's name but names something else: (file, expression) -> what.
 OTHER_NAMESPACES = {
     ("evaluate/generation.py", "backend == 'vllm'"): "medplay eval's generation backend (--backend)",
-    ("launcher/kv_caches.py", "config.actor_rollout_ref.rollout.name != 'vllm'"): "verl's rollout engine",
+    ("launcher/plan/kv_caches.py", "config.actor_rollout_ref.rollout.name != 'vllm'"): "verl's rollout engine",
     ("plugin/cpu/patches.py", "distribution_name.lower() != 'vllm'"): "a Python distribution's name",
     ("judge_server/body_limit.py", "scope['type'] != 'http'"): "an ASGI scope's type",
     ("judge_server/access_middleware.py", "scope['type'] != 'http'"): "an ASGI scope's type",

@@ -13,7 +13,7 @@ import pytest
 import ray
 from verl.trainer.main_ppo import TaskRunnerV1, run_ppo
 
-from medical_team.launcher.compose import compose_config
+from medical_team.launcher.config.compose import compose_config
 from medical_team.launcher.ray_start import prepare_driver_environment, ray_init_kwargs
 
 # What run_ppo may export in the driver before ray.init.

@@ -86,7 +86,7 @@ def run_variant(model_dir: str, overrides: list[str]) -> dict:
     from verl.workers.engine_workers import ActorRolloutRefWorker
     from verl.workers.utils.padding import response_from_nested
 
-    from medical_team.launcher.compose import compose_config
+    from medical_team.launcher.config.compose import compose_config
 
     config = compose_config(
         [

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ray.exceptions import RayTaskError
 
 from medical_team.judge.outage import JudgeUnavailableError
-from medical_team.launcher.run_errors import failure_report, one_line, run_stopping_cause
+from medical_team.launcher.failures.run_errors import failure_report, one_line, run_stopping_cause
 from medical_team.reliability.guards import NonFiniteTrainingError
 from medical_team.run.failures import MetricsWriteError
 

@@ -38,7 +38,7 @@ CHILD = """
 import sys, time
 from pathlib import Path
 from medical_team.launcher.console.console import output_to_log, say
-from medical_team.launcher.run_errors import end_run, failure_report
+from medical_team.launcher.failures.run_errors import end_run, failure_report
 from medical_team.launcher.graceful_stop import install_sigterm_handler, stopped_while
 from medical_team.reliability.stop_request import StoppedWhileWaitingError
 

@@ -12,8 +12,8 @@ import pytest
 
 from medical_team.cli import main
 from medical_team.common.errors import UserInputError
-from medical_team.launcher.compose import available_profiles, compose_config, compose_raw
-from medical_team.launcher.verl_keys import unknown_verl_keys, verl_base_config, verl_problems
+from medical_team.launcher.config.compose import available_profiles, compose_config, compose_raw
+from medical_team.launcher.config.verl_keys import unknown_verl_keys, verl_base_config, verl_problems
 from medical_team.run.settings import settings_from_trainer_config
 
 VERL_BASE = verl_base_config()

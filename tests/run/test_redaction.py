@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from omegaconf import OmegaConf
 
-from medical_team.launcher.compose import compose_config
+from medical_team.launcher.config.compose import compose_config
 from medical_team.launcher.preparation import save_config
 from medical_team.run.redaction import REDACTED, is_secret_name, redacted, redacted_overrides
 

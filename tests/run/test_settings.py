@@ -28,7 +28,7 @@ def test_defaults_are_valid_and_leave_other_keys_alone(section) -> None:
 
 
 def test_every_problem_is_named_at_once(section, medplay_section) -> None:
-    # (`http` may leave its URL to the run plan, which the container's pipeline fills: launcher/judge_run.py)
+    # (`http` may leave its URL to the run plan, which the container's pipeline fills: launcher/judge/judge_run.py)
     judge = {**medplay_section["judge"], "backend": "vllm", "model": None, "batch_size": 0}
     del judge["timeout_s"]
     bad = section(

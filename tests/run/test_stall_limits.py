@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from medical_team.launcher.compose import compose_config
+from medical_team.launcher.config.compose import compose_config
 from medical_team.run.progress_record import PHASES, STARTUP, Progress
 from medical_team.run.settings import WatchdogSettings, settings_from_trainer_config
 from medical_team.run.stall_limits import (

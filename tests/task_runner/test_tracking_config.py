@@ -12,7 +12,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from medical_team.common.errors import UserInputError
-from medical_team.launcher.compose import compose_config
+from medical_team.launcher.config.compose import compose_config
 from medical_team.launcher.environment import runtime_env_vars
 from medical_team.run.settings import settings_from_trainer_config
 
