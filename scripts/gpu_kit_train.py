@@ -22,11 +22,11 @@ from gpu_kit_trace import MemoryTrace
 
 from medical_team.bench.metric_medians import PHASES, summarise_metrics
 from medical_team.bench.stock_step import STOCK_OVERRIDES
+from medical_team.launcher.console.startup import TRAINER_READY, ready_stages
 from medical_team.launcher.judge.served_judge import LOG_NAME as JUDGE_LOG_NAME
 from medical_team.launcher.judge.served_judge_process import STAGE as JUDGE_STAGE
-from medical_team.launcher.console.startup import TRAINER_READY, ready_stages
-from medical_team.run_folder.metrics_records import read_step_records
 from medical_team.launcher.process_group import stop_process_group
+from medical_team.run_folder.metrics_records import read_step_records
 
 PROCESS_TRACE = "processes.csv"
 # A bigger log is cut to its end: the device tool brings back files of limited size.
