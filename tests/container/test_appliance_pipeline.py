@@ -160,9 +160,11 @@ def test_docker_stop_while_training_under_supervisord_judged_by_the_judge_progra
     for step in ("probe", "ray-head", "ray-ready", "convert", "train"):
         assert (appliance.logs / "pipeline" / f"{step}.log").exists(), step
     assert "spawned: 'ray-head'" in supervisord_log(appliance)
-    # The head took the cluster settings of the composed config (the GCS keeps the last thousand tasks' events).
+    # The head took the cluster settings of the composed config (the GCS keeps the last thousand tasks' events; no
+    # idle workers started for the first driver).
     head_args = (Path(appliance.env["MEDPLAY_RUN_DIR"]) / "ray-head.args").read_text().splitlines()
-    assert '--system-config={"task_events_max_num_task_in_gcs": 1000}' in head_args
+    system_config = '{"task_events_max_num_task_in_gcs": 1000, "prestart_worker_first_driver": false}'
+    assert f"--system-config={system_config}" in head_args
     # The trainer joined the head supervisord started rather than starting a Ray of its own.
     assert_trainer_joined(appliance, f"127.0.0.1:{appliance.env['MEDPLAY_RAY_PORT']}")
     # SIGTERM reached the trainer, which saved a checkpoint and exited 0.
