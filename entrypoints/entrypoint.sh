@@ -16,10 +16,16 @@ export MEDPLAY_RAY_CLIENT_PORT="${MEDPLAY_RAY_CLIENT_PORT:-10001}"
 export MEDPLAY_RAY_DASHBOARD_PORT="${MEDPLAY_RAY_DASHBOARD_PORT:-8265}"
 export MEDPLAY_RAY_AGENT_PORT="${MEDPLAY_RAY_AGENT_PORT:-52365}"
 export MEDPLAY_RAY_DASHBOARD="${MEDPLAY_RAY_DASHBOARD:-true}"
-# A local head uses Ray's token authentication with a fresh token; joining RAY_ADDRESS keeps the caller's Ray settings.
+# A local Ray uses Ray's token authentication with a fresh token; joining RAY_ADDRESS keeps the caller's Ray settings.
+# Made here for every command: `train`'s Ray head (entrypoints/ray-head.sh), and the Ray that `medplay train` starts
+# itself under `bench` or in `shell`, read it; the head, the trainer and every worker read RAY_AUTH_TOKEN_PATH.
 if [[ -z "${RAY_ADDRESS:-}" ]]; then
     export RAY_AUTH_MODE="${RAY_AUTH_MODE:-token}"
     export RAY_AUTH_TOKEN_PATH="${RAY_AUTH_TOKEN_PATH:-${MEDPLAY_RUN_DIR}/ray-auth-token}"
+fi
+if [[ "${RAY_AUTH_MODE:-}" == token && -n "${RAY_AUTH_TOKEN_PATH:-}" && ! -s "${RAY_AUTH_TOKEN_PATH}" ]]; then
+    mkdir -p "$(dirname "${RAY_AUTH_TOKEN_PATH}")"
+    (umask 077 && python -c 'import secrets; print(secrets.token_hex(32), end="")' > "${RAY_AUTH_TOKEN_PATH}")
 fi
 export MEDPLAY_JUDGE_SERVE_ARGS="${MEDPLAY_JUDGE_SERVE_ARGS:---backend rules}"
 # The run's settings file, read by `train` when it exists (mount yours there: docs/appliance.md).

@@ -7,11 +7,7 @@ resources=()
 if [[ -s "${MEDPLAY_RUN_DIR}/ray-head.args" ]]; then
     mapfile -t resources < "${MEDPLAY_RUN_DIR}/ray-head.args"
 fi
-# Ray token authentication (RAY_AUTH_MODE=token, set by the entrypoint): the head, the trainer and every
-# worker read the token from RAY_AUTH_TOKEN_PATH; a new local head gets a fresh one.
-if [[ "${RAY_AUTH_MODE:-}" == token && -n "${RAY_AUTH_TOKEN_PATH:-}" && ! -s "${RAY_AUTH_TOKEN_PATH}" ]]; then
-    (umask 077 && python -c 'import secrets; print(secrets.token_hex(32), end="")' > "${RAY_AUTH_TOKEN_PATH}")
-fi
+# Ray token authentication (RAY_AUTH_MODE=token): the entrypoint made the token at RAY_AUTH_TOKEN_PATH.
 # The pipeline has finished when supervisord stops the head: nothing is left to drain.
 export RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S="${RAY_GRACEFUL_SHUTDOWN_DRAIN_TIMEOUT_S:-5}"
 exec ray start --head --block --disable-usage-stats \

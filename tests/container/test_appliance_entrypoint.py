@@ -65,6 +65,15 @@ def test_shell_runs_bash_with_the_appliance_environment(appliance):
     assert result.stdout.split() == [appliance.env["MEDPLAY_CHECKPOINTS"], "token"]
 
 
+def test_every_command_finds_the_ray_token_a_local_ray_needs(appliance):
+    # `medplay train` under `bench` or in `shell` starts a Ray of its own, which reads the token: the entrypoint makes
+    # it for every command, readable by the image's user alone, and keeps it for the next command.
+    read = 'stat -c %a "$RAY_AUTH_TOKEN_PATH"; wc -c < "$RAY_AUTH_TOKEN_PATH"; cat "$RAY_AUTH_TOKEN_PATH"'
+    first, second = (entrypoint(appliance, "shell", "-c", read) for _ in range(2))
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.split()[:2] == ["600", "64"] and first.stdout == second.stdout
+
+
 def test_convert_passes_its_arguments_through(appliance):
     result = entrypoint(appliance, "convert", "--output", str(appliance.root / "converted"), "--val-ratio", "2")
     assert result.returncode == 2
