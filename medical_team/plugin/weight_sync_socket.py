@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
 from collections.abc import Callable
 from types import ModuleType
 
 from wrapt import register_post_import_hook
 
-RUN_FOLDER_ENV = "MEDPLAY_RUN_FOLDER"
+from medical_team.run.run_key import this_run_folder
+
 SOCKET_PREFIX = "ipc:///tmp/rl-colocate-zmq-"
 SENDER_MODULE = "verl.workers.rollout.vllm_rollout.vllm_rollout"
 RECEIVER_MODULE = "verl.workers.rollout.vllm_rollout.utils"
@@ -74,10 +74,10 @@ def _key_receiver(module: ModuleType, key: str) -> None:
 
 def key_weight_sync_sockets() -> str | None:
     """In this process, rename both ends of the weight-sync socket with the run's key once verl imports them."""
-    folder = os.environ.get(RUN_FOLDER_ENV)
-    if not folder:
+    folder = this_run_folder()
+    if folder is None:
         return None  # not a run's process (a test importing verl, `medplay eval`): verl's own names
-    key = run_key(folder)
+    key = run_key(str(folder))
     register_post_import_hook(lambda module: _key_sender(module, key), SENDER_MODULE)
     register_post_import_hook(lambda module: _key_receiver(module, key), RECEIVER_MODULE)
     return key

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from medical_team.run.phase_hold import TRAINER_PHASES, PhaseHold, asked_hold
+from medical_team.run.phase_hold import TRAINER_PHASES, PhaseHold, asked_holds
 from medical_team.run.progress_record import ProgressWriter, progress_path
 
 log = logging.getLogger(__name__)
@@ -24,14 +24,12 @@ class PhaseMarks:
     global_steps: int
     _progress: ProgressWriter | None = None
     _progress_failed = False
-    _hold: PhaseHold | None = None  # tests only: the trainer's own held phase ($MEDPLAY_INJECT_HOLD)
-    _hold_calls = 0
+    _holds: tuple[PhaseHold, ...] = ()  # tests only: the trainer's own held phases ($MEDPLAY_INJECT_HOLD)
 
     def _start_marks(self, output_dir: str) -> None:
         """Continue the run's record in `output_dir` (what the watchdog wrote as this attempt started)."""
         self._progress = ProgressWriter(progress_path(output_dir))
-        hold = asked_hold()
-        self._hold = hold if hold is not None and hold.phase in TRAINER_PHASES else None
+        self._holds = tuple(hold for hold in asked_holds() if hold.phase in TRAINER_PHASES)
 
     def _mark(self, phase: str) -> None:
         """Record that `phase` of the current step begins now."""
@@ -43,9 +41,9 @@ class PhaseMarks:
             if not self._progress_failed:
                 log.warning("the progress record cannot be written (%s); training goes on", error)
             self._progress_failed = True
-        if self._hold is not None and self._hold.phase == phase:
-            self._hold_calls += 1
-            self._hold.at_call(self._hold_calls)
+        for hold in self._holds:
+            if hold.phase == phase:
+                hold.at_step(self.global_steps)
 
     def on_sample_begin(self) -> None:
         """Generation and judging begin: the replay buffer waits for the step's games."""

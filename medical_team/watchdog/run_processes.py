@@ -16,7 +16,7 @@ import time
 
 import psutil
 
-RUN_FOLDER_ENV = "MEDPLAY_RUN_FOLDER"  # set in every process of a run (configs/medplay.yaml)
+from medical_team.run.run_key import RUN_FOLDER_ENV
 
 
 def attempt_processes(leader: int, run_folder: str) -> list[psutil.Process]:

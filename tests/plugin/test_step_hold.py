@@ -1,5 +1,6 @@
-"""The tests' step hold (medical_team/plugin/step_hold.py) on verl's own worker class: the N-th call of a phase's
-method writes its held file and waits for the release file before verl's method runs; the calls before it do not."""
+"""The tests' step hold (medical_team/plugin/step_hold.py) on verl's own worker class: a call of a phase's method made
+while the run's progress record says the held step writes its held file and waits for the release file before verl's
+method runs; calls in other steps do not."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from held_files import wait_for_file
 
 from medical_team.plugin.step_hold import hold_in_this_process
 from medical_team.run.phase_hold import HOLD_ENV
+from medical_team.run.progress_record import ProgressWriter, progress_path
+from medical_team.run.run_key import RUN_FOLDER_ENV
 
 
-def test_the_nth_call_waits_for_the_release_file_after_saying_it_is_held(tmp_path: Path, monkeypatch) -> None:
+def test_a_call_in_the_held_step_waits_for_the_release_file_after_saying_so(tmp_path: Path, monkeypatch) -> None:
     from verl.single_controller.base.decorator import MAGIC_ATTR
     from verl.workers.engine_workers import ActorRolloutRefWorker
 
@@ -21,13 +24,17 @@ def test_the_nth_call_waits_for_the_release_file_after_saying_it_is_held(tmp_pat
     monkeypatch.setattr(ActorRolloutRefWorker, "update_actor", original)  # restored after the test
     held, release = tmp_path / "logs" / "held", tmp_path / "release"
     monkeypatch.setenv(HOLD_ENV, f"update_actor@2:{held}:{release}")
-    assert hold_in_this_process() == "update_actor"
+    monkeypatch.setenv(RUN_FOLDER_ENV, str(tmp_path))
+    progress = ProgressWriter(progress_path(tmp_path))
+    progress.enter("update", 1)
+    assert hold_in_this_process() == ("update_actor",)
     patched = ActorRolloutRefWorker.update_actor
     assert getattr(patched, MAGIC_ATTR) == getattr(original, MAGIC_ATTR)  # verl still dispatches it
 
-    with pytest.raises(AttributeError):  # the first call goes straight to verl's method, which finds no worker
+    with pytest.raises(AttributeError):  # step 1's call goes straight to verl's method, which finds no worker
         patched(object(), None)
     assert not held.exists()
+    progress.enter("update", 2)
 
     reached_verl: list[AttributeError] = []
 
@@ -40,7 +47,7 @@ def test_the_nth_call_waits_for_the_release_file_after_saying_it_is_held(tmp_pat
     call = threading.Thread(target=second_call, daemon=True)
     call.start()
     wait_for_file(held)
-    assert "update_actor's call 2 held until" in held.read_text()
+    assert "update_actor of step 2 held until" in held.read_text()
     assert call.is_alive() and reached_verl == []  # held: the release file does not exist yet
 
     release.touch()
@@ -52,16 +59,16 @@ def test_the_nth_call_waits_for_the_release_file_after_saying_it_is_held(tmp_pat
 @pytest.mark.parametrize("value", ["update_actor", "update_actor@2:/only/held", "nothing@1:/a:/b", "ref@x:/a:/b"])
 def test_a_malformed_hold_is_refused_naming_the_form(monkeypatch, value: str) -> None:
     monkeypatch.setenv(HOLD_ENV, value)
-    with pytest.raises(ValueError, match="expected PHASE@N:HELD:RELEASE"):
+    with pytest.raises(ValueError, match="expected PHASE@STEP:HELD:RELEASE"):
         hold_in_this_process()
 
 
 def test_no_hold_asked_wraps_nothing(monkeypatch) -> None:
     monkeypatch.delenv(HOLD_ENV, raising=False)
-    assert hold_in_this_process() is None
+    assert hold_in_this_process() == ()
 
 
 def test_a_hold_of_the_trainers_own_phase_wraps_no_worker_method(monkeypatch) -> None:
     monkeypatch.setenv(HOLD_ENV, "advantage@2:/a:/b")
-    assert hold_in_this_process() is None  # the trainer holds it (tests/task_runner/test_phase_marks.py)
+    assert hold_in_this_process() == ()  # the trainer holds it (tests/task_runner/test_phase_marks.py)
 

@@ -13,7 +13,7 @@ from medical_team.run.progress_record import progress_path, read_progress
 from medical_team.task_runner.phase_marks import PhaseMarks
 
 
-def test_the_nth_beginning_of_a_held_phase_waits_after_the_record_says_so(tmp_path: Path, monkeypatch) -> None:
+def test_a_held_phase_of_its_step_waits_after_the_record_says_so(tmp_path: Path, monkeypatch) -> None:
     held, release = tmp_path / "held", tmp_path / "release"
     monkeypatch.setenv(HOLD_ENV, f"advantage@2:{held}:{release}")
     marks = PhaseMarks()
@@ -21,17 +21,38 @@ def test_the_nth_beginning_of_a_held_phase_waits_after_the_record_says_so(tmp_pa
     marks.global_steps = 1
     marks._mark("advantage")
     marks._mark("update")
-    assert not held.exists()  # the first beginning and other phases pass
+    assert not held.exists()  # another step's and other phases pass
     marks.global_steps = 2
     call = threading.Thread(target=marks._mark, args=("advantage",), daemon=True)
     call.start()
     wait_for_file(held)
     progress = read_progress(progress_path(tmp_path))
     assert progress is not None and (progress.phase, progress.step) == ("advantage", 2)
-    assert "advantage's call 2 held until" in held.read_text() and call.is_alive()
+    assert "advantage of step 2 held until" in held.read_text() and call.is_alive()
     release.touch()
     call.join(timeout=60)
     assert not call.is_alive()
+    held.unlink()
+    marks._mark("advantage")  # step 2 again, as a restarted run does it: released, it passes
+    assert not held.exists()
+
+
+def test_two_holds_each_wait_in_their_own_step(tmp_path: Path, monkeypatch) -> None:
+    first, second, release = tmp_path / "first", tmp_path / "second", tmp_path / "release"
+    monkeypatch.setenv(HOLD_ENV, f"advantage@2:{first}:{release},metrics@3:{second}:{release}")
+    marks = PhaseMarks()
+    marks._start_marks(str(tmp_path))
+    for step in (1, 2, 3):
+        marks.global_steps = step
+        call = threading.Thread(target=lambda: [marks._mark(phase) for phase in ("advantage", "metrics")], daemon=True)
+        call.start()
+        if step == 2:
+            wait_for_file(first)
+            assert call.is_alive() and not second.exists()
+            release.touch()  # releases both: step 3's metrics then pass at once
+        call.join(timeout=60)
+        assert not call.is_alive()
+    assert first.exists() and not second.exists()
 
 
 def test_without_a_hold_marks_only_record(tmp_path: Path, monkeypatch) -> None:

@@ -4,7 +4,7 @@ Each case runs a real private Ray (no dashboard, as the CPU profile starts it) i
 process never becomes a Ray driver: the child's main thread blocks in `ray.get` on an actor, as the launcher's does
 on verl's task runner, inside `ends_on_dead_actor`, and an actor named like verl's rollout server is SIGKILLed. This
 also checks the Ray internals the watch reads (`ray._private.state.actors` and its death causes,
-docs/verl-integration.md). The real trainer: tests/e2e/test_dead_worker_cpu.py.
+docs/verl-integration.md). The real trainer: tests/e2e/test_faults_cpu.py.
 """
 
 from __future__ import annotations
