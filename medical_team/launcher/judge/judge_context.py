@@ -25,6 +25,7 @@ from medical_team.game.judging import JudgeRequest
 from medical_team.game.settle import intended_label
 from medical_team.judge.prompt import judge_messages
 from medical_team.launcher.plan.prompt_lengths import RESPONSE_LENGTH_KEY, split_rows
+from medical_team.models.light_tokenizer import light_tokenizer
 from medical_team.run.settings import SelfPlaySettings
 
 log = logging.getLogger(__name__)
@@ -54,6 +55,22 @@ def judge_prompt_tokens(tokenizer: Any, request: JudgeRequest) -> int:
     return len(tokenizer.encode(text, add_special_tokens=False))
 
 
+def judge_tokenizer(model: str) -> Any | None:
+    """The judge model's tokenizer: read without transformers (and torch) where that counts the same tokens
+    (models/light_tokenizer.py), else transformers' AutoTokenizer; None when it does not load."""
+    light = light_tokenizer(model)
+    if light is not None:
+        return light
+    from transformers import AutoTokenizer
+
+    try:
+        return AutoTokenizer.from_pretrained(model)
+    except (OSError, ValueError) as error:
+        # A model folder the judge's server cannot load either: its start says why, with its own exit status.
+        log.warning("the judge's context is not checked: its tokenizer does not load (%s)", error)
+        return None
+
+
 def longest_judge_request(
     tokenizer: Any, train_file: Path, settings: SelfPlaySettings, rewrite_tokens: int, answer_tokens: int
 ) -> JudgeRequestSize | None:
@@ -78,15 +95,9 @@ def check_judge_context(config: DictConfig, settings: SelfPlaySettings, tokenize
     judge = settings.judge
     if not judge.kind.served_here or judge.serve.max_model_len is None:
         return  # another judge's context is its own; vLLM's default is the model's whole context
+    tokenizer = tokenizer if tokenizer is not None else judge_tokenizer(judge.model)
     if tokenizer is None:
-        from transformers import AutoTokenizer
-
-        try:
-            tokenizer = AutoTokenizer.from_pretrained(judge.model)
-        except (OSError, ValueError) as error:
-            # A model folder the judge's server cannot load either: its start says why, with its own exit status.
-            log.warning("the judge's context is not checked: its tokenizer does not load (%s)", error)
-            return
+        return
     train_file = Path(config.data.train_files)
     rewrite = int(config.actor_rollout_ref.rollout.response_length)
     size = longest_judge_request(tokenizer, train_file, settings, rewrite, judge.serve.max_tokens)

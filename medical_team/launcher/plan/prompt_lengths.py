@@ -25,6 +25,7 @@ from medical_team.data.records import GameSeed
 from medical_team.data.verl_parquet import read_verl_parquet
 from medical_team.game.prompt_fit import prompt_ids
 from medical_team.game.prompts import Message, assessor_messages, attacker_messages
+from medical_team.models.light_tokenizer import light_tokenizer
 from medical_team.run.rows import seed_of_row
 from medical_team.run.settings import SelfPlaySettings
 
@@ -65,11 +66,16 @@ def split_rows(path: Path) -> list[SplitRow]:
 
 
 def policy_tokenizer(config: DictConfig) -> Any:
-    """The policy's tokenizer (`actor_rollout_ref.model.path`), as verl's workers load it."""
+    """The policy's tokenizer (`actor_rollout_ref.model.path`), as verl's workers load it: read without transformers
+    (and torch) where that counts the same tokens (models/light_tokenizer.py), else transformers' AutoTokenizer."""
+    model = config.actor_rollout_ref.model
+    trust_remote_code = bool(model.get("trust_remote_code", False))
+    light = light_tokenizer(model.path, trust_remote_code, template_kwargs(config))
+    if light is not None:
+        return light
     from transformers import AutoTokenizer
 
-    model = config.actor_rollout_ref.model
-    return AutoTokenizer.from_pretrained(model.path, trust_remote_code=bool(model.get("trust_remote_code", False)))
+    return AutoTokenizer.from_pretrained(model.path, trust_remote_code=trust_remote_code)
 
 
 def template_kwargs(config: DictConfig) -> dict[str, Any]:
