@@ -15,7 +15,6 @@ import asyncio
 import dataclasses
 import importlib.util
 import inspect
-import textwrap
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -588,27 +587,7 @@ def test_verls_checkpoint_manager_removes_nothing_exactly_when_medplay_keeps_all
     assert keeps_all(keep) or manager.previous_saved_paths == [f"global_step_{s}/actor" for s in range(6 - keep, 6)]
 
 
-# --- the launcher's copy of main_ppo.main and the CPU patches' import hook -------------------------------
-
-
-def _called_names(function: Any) -> set[str]:
-    """The names of the functions `function`'s body calls (plain and attribute calls; not its decorators)."""
-    definition = ast.parse(textwrap.dedent(inspect.getsource(inspect.unwrap(function)))).body[0]
-    calls = (node.func for statement in definition.body for node in ast.walk(statement) if isinstance(node, ast.Call))
-    return {
-        call.id if isinstance(call, ast.Name) else call.attr
-        for call in calls
-        if isinstance(call, ast.Name | ast.Attribute)
-    }
-
-
-def test_run_verl_calls_what_verls_main_calls() -> None:
-    """`launch.run_verl` is `main_ppo.main`'s body: it calls every function verl's `main` calls."""
-    from verl.trainer import main_ppo
-
-    from medical_team.launcher.launch import run_verl
-
-    assert _called_names(main_ppo.main) - {"warning"} <= _called_names(run_verl)
+# --- the task runner's config print and trackers, and the CPU patches' import hook ---------------------------
 
 
 def test_verls_trainer_hands_the_config_to_the_tracking_its_module_names() -> None:

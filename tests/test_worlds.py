@@ -34,7 +34,7 @@ SHARED_FOLDERS = (
 SHARED = "shared layer"
 # Module of one world -> the worlds that import it to start it.
 ENTRY_POINTS = {
-    "medical_team.task_runner.task_runner": {"launcher"},  # SelfPlayTaskRunner, handed to verl's run_ppo
+    "medical_team.task_runner.actor": {"launcher"},  # SelfPlayTaskRunner, the task runner's Ray actor
     "medical_team.agent_loop.worker": {"task runner"},  # SelfPlayAgentLoopWorker, started by the agent-loop manager
     "medical_team.judge_server.app": {"launcher"},  # `medplay judge serve` turns the CLI process into the server
     "medical_team.judge_server.serving": {"launcher"},

@@ -2,9 +2,11 @@
 
 Here, the run itself: its steps in order (launch.py: lock the folders, plan, start the judge and Ray, run_verl), the
 run its watchdog starts (watched_run.py), the run's environment in this process (environment.py), its data, model,
-records and checkpoints prepared (preparation.py), Ray started (ray_start.py), vLLM's model-class inspection done
-ahead (model_info_warmup.py), the SIGTERM handler (graceful_stop.py) and a child's process group stopped
-(process_group.py). Each other part of `medplay train` has a sub-package of its own:
+records and checkpoints prepared (preparation.py), Ray started (ray_start.py, with verl's runtime environment written
+out: ppo_runtime_env.py), verl's task runner started and run as verl's `run_ppo` does (ppo_run.py: this process
+imports no verl), vLLM's model-class inspection done ahead (model_info_warmup.py), the SIGTERM handler
+(graceful_stop.py) and a child's process group stopped (process_group.py). Each other part of `medplay train` has a
+sub-package of its own:
 
 - config/: the config composed (compose.py), verl's part checked (verl_keys.py), a run's settings file (run_file.py);
 - plan/: the run plan derived once before Ray (run_plan.py) with its GPUs (gpu_plan.py), memory inputs and KV caches

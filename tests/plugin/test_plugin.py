@@ -9,7 +9,7 @@ import sys
 import cloudpickle
 
 from medical_team.plugin.rollout_env import ROLLOUT_ENV_PREFIX
-from medical_team.task_runner.task_runner import SelfPlayTaskRunner
+from medical_team.task_runner.actor import SelfPlayTaskRunner
 
 # Imported by the plugin, each of these would cost every verl process seconds (the vLLM server and its worker,
 # the FSDP workers) for pieces only the task runner or the agent-loop workers use.
@@ -31,13 +31,16 @@ def test_the_plugin_imports_neither_verl_nor_medplays_pieces() -> None:
 
 
 def test_the_task_runner_registers_the_trainer_and_estimator_in_a_process_that_only_received_its_class() -> None:
-    # Ray sends the actor's class by value (cloudpickle): the process that builds it imports no medplay module.
+    # Ray sends the actor's class by value (cloudpickle): the process that builds it has imported neither verl nor
+    # medplay's pieces; its run imports and registers them (verl's own run, not this test's, is left out).
     sent = cloudpickle.dumps(SelfPlayTaskRunner.__ray_actor_class__)
     registered = (
         "import pickle, sys\n"
-        "runner = pickle.loads(sys.stdin.buffer.read())\n"
-        "assert 'medical_team.task_runner.trainer' not in sys.modules\n"
-        "runner.register_medplay_pieces()\n"
+        "runner = pickle.loads(sys.stdin.buffer.read())()\n"
+        "assert not {'verl', 'torch', 'medical_team.task_runner.trainer'} & set(sys.modules)\n"
+        "from verl.trainer.main_ppo import TaskRunnerV1\n"
+        "TaskRunnerV1.__ray_actor_class__.run = lambda self, config: None\n"
+        "runner.run(None)\n"
         "from verl.trainer.ppo import core_algos\n"
         "from verl.trainer.ppo.v1 import get_trainer_cls\n"
         "print(get_trainer_cls('medplay_sync').__name__, "

