@@ -7,6 +7,7 @@ where the model folder allows the light tokenizer, and load transformers' tokeni
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from medical_team.data.medec import TEST_CSV, VALIDATION_CSV, bundled_csv
 from medical_team.game.dataset import ConvertOptions, convert_medec
+from medical_team.launcher.judge import judge_context
 from medical_team.launcher.judge.judge_context import judge_tokenizer
 from medical_team.launcher.plan.prompt_lengths import policy_tokenizer
 from medical_team.models.light_tokenizer import LightTokenizer
@@ -86,6 +88,8 @@ def test_other_folders_get_transformers_tokenizer_as_before(bundled_data, tiny_m
     (untemplated / "chat_template.jinja").unlink()
     assert type(policy_tokenizer(run_config(bundled_data, untemplated))).__name__ == "TokenizersBackend"
     assert type(judge_tokenizer(str(untemplated))).__name__ == "TokenizersBackend"
-    # A judge folder whose tokenizer does not load leaves the context unchecked, with a warning.
-    assert judge_tokenizer(str(tmp_path / "absent")) is None
+    # A judge folder whose tokenizer does not load leaves the context unchecked, with a warning. The logger's own
+    # level: an earlier test's `import verl` may leave the root logger at ERROR.
+    with caplog.at_level(logging.WARNING, logger=judge_context.__name__):
+        assert judge_tokenizer(str(tmp_path / "absent")) is None
     assert "the judge's context is not checked: its tokenizer does not load" in caplog.text
