@@ -34,7 +34,7 @@ REGISTRY = ("judge/judge_kinds.py",)
 OTHER_NAMESPACES = {
     ("evaluate/generation.py", "backend == 'vllm'"): "medplay eval's generation backend (--backend)",
     ("launcher/plan/kv_caches.py", "config.actor_rollout_ref.rollout.name != 'vllm'"): "verl's rollout engine",
-    ("plugin/cpu/patches.py", "distribution_name.lower() != 'vllm'"): "a Python distribution's name",
+    ("run/vllm_cpu.py", "distribution_name.lower() != 'vllm'"): "a Python distribution's name",
     ("judge_server/body_limit.py", "scope['type'] != 'http'"): "an ASGI scope's type",
     ("judge_server/access_middleware.py", "scope['type'] != 'http'"): "an ASGI scope's type",
 }
