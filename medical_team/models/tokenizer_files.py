@@ -7,8 +7,8 @@ merges with its own normaliser and pre-tokeniser, and then adds the tokens token
 folder is read here only when the backend transformers builds tokenizes as tokenizer.json does: a generic class
 (or `Qwen2Tokenizer` whose tokenizer.json is Qwen2's own pipeline) for a model type whose class resolution is
 known, every special token already an added token of tokenizer.json, and nothing that changes tokenization
-(`split_special_tokens`, legacy token files, padding or truncation, remote code). Anything else raises UnsupportedTokenizer
-and the caller loads the tokenizer with transformers. tests/models/test_light_tokenizer.py checks the class
+(`split_special_tokens`, legacy token files, padding or truncation, remote code). Anything else raises
+UnsupportedTokenizer and the caller loads the tokenizer with transformers. tests/models/test_light_tokenizer.py checks the class
 resolution and the Qwen2 pipeline against the installed transformers.
 """
 

@@ -5,9 +5,9 @@ trainer waiting in its replay buffer for rows that never came, for good; a SIGKI
 games and ended the run with verl's own replay-buffer error ("... no materializable trajectories"), which names
 neither the server nor its death.
 
-While verl's run lasts (`ends_on_dead_actor`, around the task runner's run: launcher/ppo_run.py), a daemon thread reads this Ray job's actors from
-Ray's control store (GCS) every POLL_S seconds: about a millisecond a read, without Ray's dashboard, which the CPU
-profile leaves off and Ray's state API needs. An actor that Ray records dead because its worker process or its node
+While verl's run lasts (`ends_on_dead_actor`, around the task runner's run: launcher/ppo_run.py), a daemon thread
+reads this Ray job's actors from Ray's control store (GCS) every POLL_S seconds: about a millisecond a read,
+without Ray's dashboard, which the CPU profile leaves off and Ray's state API needs. An actor that Ray records dead because its worker process or its node
 died (reasons WORKER_DIED, NODE_DIED) ends the run. The launcher's main thread, blocked in `ray.get` on verl's task
 runner, is interrupted (SIGUSR2; Ray lets only a KeyboardInterrupt out of a signal handler while it blocks) and
 leaves with `ActorProcessDiedError`, so Ray shuts down and the run's shared memory is cleaned up as usual; a run
@@ -15,8 +15,8 @@ whose main thread failed first (the rollout server's case) is checked once more 
 the process has not ended GIVE_UP_AFTER_S after the death was seen, the watching thread ends it with the same line.
 
 Actors shut down at the end of a run are not deaths: Ray records those as OUT_OF_SCOPE, OWNER_DIED or RAY_KILL, and
-the watch stops when the task runner's run returns, before Ray shuts down. A worker that Ray's memory monitor killed for host RAM
-carries Ray's out-of-memory context instead and is reported by `out_of_memory.py`.
+the watch stops when the task runner's run returns, before Ray shuts down. A worker that Ray's memory monitor killed
+for host RAM carries Ray's out-of-memory context instead and is reported by `out_of_memory.py`.
 """
 
 from __future__ import annotations
