@@ -1,15 +1,15 @@
 """What a model folder's tokenizer files say, and whether transformers would tokenize with its tokenizer.json as is.
 
-`AutoTokenizer.from_pretrained` (transformers 5.x) builds the backend from tokenizer.json unchanged for the
-generic classes (`TokenizersBackend`, alias `PreTrainedTokenizerFast`); a class with its own constructor (e.g.
-`Qwen2Tokenizer`, which a `qwen2` config imposes even on a generic folder) rebuilds it from the vocabulary and
-merges with its own normaliser and pre-tokeniser, and then adds the tokens tokenizer_config.json names. So a
-folder is read here only when the backend transformers builds tokenizes as tokenizer.json does: a generic class
-(or `Qwen2Tokenizer` whose tokenizer.json is Qwen2's own pipeline) for a model type whose class resolution is
-known, every special token already an added token of tokenizer.json, and nothing that changes tokenization
-(`split_special_tokens`, legacy token files, padding or truncation, remote code). Anything else raises
-UnsupportedTokenizer and the caller loads the tokenizer with transformers. tests/models/test_light_tokenizer.py checks the class
-resolution and the Qwen2 pipeline against the installed transformers.
+`AutoTokenizer.from_pretrained` (transformers 5.x) builds the backend from tokenizer.json unchanged for the generic
+classes (`TokenizersBackend`, alias `PreTrainedTokenizerFast`); a class with its own constructor (e.g. `Qwen2Tokenizer`,
+which a `qwen2` config imposes even on a generic folder) rebuilds it from the vocabulary and merges with its own
+normaliser and pre-tokeniser, and then adds the tokens tokenizer_config.json names. So a folder is read here only when
+the backend transformers builds tokenizes as tokenizer.json does: a generic class (or `Qwen2Tokenizer` whose
+tokenizer.json is Qwen2's own pipeline) for a model type whose class resolution is known, every special token already an
+added token of tokenizer.json, and nothing that changes tokenization (`split_special_tokens`, legacy token files,
+padding or truncation, remote code). Anything else raises UnsupportedTokenizer and the caller loads the tokenizer with
+transformers. tests/models/test_light_tokenizer.py checks the class resolution and the Qwen2 pipeline against the
+installed transformers.
 """
 
 from __future__ import annotations

@@ -5,13 +5,13 @@ trainer waiting in its replay buffer for rows that never came, for good; a SIGKI
 games and ended the run with verl's own replay-buffer error ("... no materializable trajectories"), which names
 neither the server nor its death.
 
-While verl's run lasts (`ends_on_dead_actor`, around the task runner's run: launcher/ppo_run.py), a daemon thread
-reads this Ray job's actors from Ray's control store (GCS) every POLL_S seconds: about a millisecond a read,
-without Ray's dashboard, which the CPU profile leaves off and Ray's state API needs. An actor that Ray records dead because its worker process or its node
-died (reasons WORKER_DIED, NODE_DIED) ends the run. The launcher's main thread, blocked in `ray.get` on verl's task
-runner, is interrupted (SIGUSR2; Ray lets only a KeyboardInterrupt out of a signal handler while it blocks) and
-leaves with `ActorProcessDiedError`, so Ray shuts down and the run's shared memory is cleaned up as usual; a run
-whose main thread failed first (the rollout server's case) is checked once more and fails with the same error. If
+While verl's run lasts (`ends_on_dead_actor`, around the task runner's run: launcher/ppo_run.py), a daemon thread reads
+this Ray job's actors from Ray's control store (GCS) every POLL_S seconds: about a millisecond a read, without Ray's
+dashboard, which the CPU profile leaves off and Ray's state API needs. An actor that Ray records dead because its worker
+process or its node died (reasons WORKER_DIED, NODE_DIED) ends the run. The launcher's main thread, blocked in `ray.get`
+on verl's task runner, is interrupted (SIGUSR2; Ray lets only a KeyboardInterrupt out of a signal handler while it
+blocks) and leaves with `ActorProcessDiedError`, so Ray shuts down and the run's shared memory is cleaned up as usual; a
+run whose main thread failed first (the rollout server's case) is checked once more and fails with the same error. If
 the process has not ended GIVE_UP_AFTER_S after the death was seen, the watching thread ends it with the same line.
 
 Actors shut down at the end of a run are not deaths: Ray records those as OUT_OF_SCOPE, OWNER_DIED or RAY_KILL, and
