@@ -610,6 +610,20 @@ def test_verls_task_runner_prints_the_config_through_its_pprint_global() -> None
     assert "pprint(OmegaConf.to_container(config, resolve=True))" in inspect.getsource(run)
 
 
+def test_verls_trainer_builds_its_worker_groups_through_the_ray_worker_group_global() -> None:
+    """The global `task_runner.py` swaps is the class `PPOTrainer._setup` builds the FSDP workers' group with, and the
+    class takes the port range verl's rendezvous scans (tests/task_runner/test_rendezvous_port.py runs it)."""
+    from verl.single_controller.ray import RayWorkerGroup, base
+    from verl.trainer.ppo.v1 import trainer_base
+
+    assert trainer_base.RayWorkerGroup is RayWorkerGroup
+    setup = trainer_base.PPOTrainer._setup
+    assert "RayWorkerGroup" in setup.__code__.co_names
+    assert "RayWorkerGroup(" in inspect.getsource(setup)
+    assert 'kwargs.pop("master_port_range", None)' in inspect.getsource(RayWorkerGroup.__init__)
+    assert "master_port_range" in inspect.signature(base.get_master_addr_port._function).parameters
+
+
 def test_the_cpu_patch_targets_exist_where_the_import_hook_waits(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each module the import hook waits for is found by the normal finders, with the attribute each patch swaps."""
     from medical_team.plugin.cpu import patches

@@ -15,6 +15,10 @@ their worker class (medical_team/agent_loop/worker.py).
 verl's `run` prints the whole config into the run's log with `pprint`, a global of its function; here that global
 is a print that redacts the values of secret-named settings first (`medical_team/run/redaction.py`). The function's
 own globals (verl's `main_ppo` module in this process), read when `run` calls it.
+
+The FSDP workers' group that verl's `PPOTrainer._setup` builds (`RayWorkerGroup`, a global of verl's `trainer_base`
+module) is given a rendezvous port this attempt has claimed on the host (rendezvous_port.py), so that no other process
+takes it between verl's pick and the FSDP workers' listen.
 """
 
 from __future__ import annotations
@@ -24,10 +28,12 @@ from typing import Any
 
 from verl.trainer.main_ppo import TaskRunnerV1
 from verl.trainer.ppo.utils import need_critic, need_reference_policy
+from verl.trainer.ppo.v1 import trainer_base
 from verl.utils.config import validate_config
 from verl.utils.device import auto_set_device
 
 from medical_team.run.redaction import redacted
+from medical_team.task_runner.rendezvous_port import claim_rendezvous_port, worker_group_class
 
 
 def print_redacted(value: Any, *args: Any, **kwargs: Any) -> None:
@@ -55,4 +61,11 @@ class VerlTaskRunner(TaskRunnerV1.__ray_actor_class__):  # type: ignore[name-def
         self.register_medplay_pieces()
         verl_run = super().run
         verl_run.__func__.__globals__["pprint"] = print_redacted
-        verl_run(config)
+        claimed = claim_rendezvous_port()  # its lock is held until this attempt's run returns or its process dies
+        if claimed is not None:
+            trainer_base.RayWorkerGroup = worker_group_class(claimed.port)
+        try:
+            verl_run(config)
+        finally:
+            if claimed is not None:
+                claimed.lock.close()
