@@ -19,7 +19,7 @@ TRAIN_TIMEOUT_S = START_UP_ALLOWANCE_S + 3 * STEP_ALLOWANCE_S
 # (tests/e2e/test_resource_floors_cpu.py).
 MEMORY_FLOOR = "medplay.resources.host_memory_floor"
 # A test of how one attempt ends sees that attempt's own exit status: the watchdog restarts nothing unless a test sets
-# it (tests/e2e/test_faults_cpu.py, tests/e2e/test_watchdog_cpu.py).
+# it (tests/e2e/test_faults_cpu.py).
 MAX_RESTARTS = "medplay.watchdog.max_restarts"
 
 

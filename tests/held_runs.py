@@ -1,5 +1,5 @@
 """Helpers for end-to-end tests of real cpu-smoke runs that a test holds in a phase (medical_team/run/phase_hold.py)
-and that the watchdog sees, records and restarts (tests/e2e/test_faults_cpu.py, tests/e2e/test_watchdog_cpu.py)."""
+and that the watchdog sees, records and restarts (tests/e2e/test_faults_cpu.py)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,16 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import psutil
-from cpu_smoke import train_command, train_timeout_s
+from cpu_smoke import MEDPLAY, train_command, train_timeout_s
 from watchdog_limits import WATCHDOG
 
+from medical_team.launcher.judge.served_judge_plan import free_port
 from medical_team.run.phase_hold import HOLD_ENV
 from medical_team.run.run_key import RUN_FOLDER_ENV
 from medical_team.run.watchdog_files import EVENTS_NAME, WATCHDOG_FOLDER
@@ -30,6 +34,30 @@ def start(root: Path, data_dir: Path, holds: str, steps: int, starts: int, *over
     command[2] = str(train_timeout_s(steps) * starts)
     with (root / "stdout.txt").open("w") as out, (root / "stderr.txt").open("w") as err:
         return subprocess.Popen(command, cwd=root, stdout=out, stderr=err, start_new_session=True)
+
+
+@contextmanager
+def judge_server() -> Iterator[tuple[subprocess.Popen, str]]:
+    """A `medplay judge serve` on a loopback port, answering, and its URL; killed on the way out."""
+    url = f"http://127.0.0.1:{free_port()}"
+    command = [MEDPLAY, "judge", "serve", "--port", url.rsplit(":", 1)[1]]
+    judge = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not _answers(url):
+            assert judge.poll() is None and time.monotonic() < deadline, "the judge server did not start"
+            time.sleep(0.5)
+        yield judge, url
+    finally:
+        judge.kill()
+        judge.wait()
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/health", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
 
 
 def wait_until(done, run: subprocess.Popen, root: Path, what: str, timeout_s: float) -> None:

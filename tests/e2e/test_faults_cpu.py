@@ -1,24 +1,28 @@
-"""End to end: one real CPU training meets five faults, one after another, and its watchdog carries it to the end.
+"""End to end: one real CPU training meets seven faults, one after another; its watchdog carries it through six and
+ends it at the seventh, which comes back in every attempt.
 
     .venv/bin/python -m pytest -q -m e2e tests/e2e/test_faults_cpu.py
 
-One run of `medplay train profile=cpu-smoke` (6 steps, `medplay.watchdog.max_restarts=1`: each restart must move the
-verified checkpoint on) that the tests share: each fault stops one attempt, the watchdog restarts the run from the
-checkpoint before it, and the next attempt meets the next fault one step later. Phase holds (`MEDPLAY_INJECT_HOLD`,
-medical_team/run/phase_hold.py) write a file once a process is inside the phase, so the test acts while the run
-provably sits there:
+One run of `medplay train profile=cpu-smoke` (8 steps, `medplay.watchdog.max_restarts=1`: each restart must move the
+verified checkpoint on; judged by a `medplay judge serve` of the fixture's own) that the tests share: each fault stops
+one attempt, the watchdog restarts the run from the checkpoint before it, and the next attempt meets the next fault
+a step later. Phase holds (`MEDPLAY_INJECT_HOLD`, medical_team/run/phase_hold.py) write a file once a process is
+inside the phase, so the test acts while the run provably sits there:
 - attempt 1: the FSDP worker is SIGSTOPped inside step 2's update;
 - attempt 2: the rollout's vLLM engine core (`VLLM::EngineCore`, which runs vLLM's worker in its own process on CPU)
   is SIGSTOPped while the rollout server serves step 3;
 - attempt 3: the trainer's own reward computation (its `advantage` phase, in the task runner's process) sleeps in
   step 4;
 - attempt 4: once step 4 is committed, the rollout server (verl's `vLLMHttpServer` actor) is SIGKILLed;
-- attempt 5: once step 5 is committed, an agent-loop worker (medplay's `_SelfPlayAgentLoopWorker`) is SIGKILLed.
+- attempt 5: once step 5 is committed, an agent-loop worker (medplay's `_SelfPlayAgentLoopWorker`) is SIGKILLed;
+- attempt 6: once step 6's games are judged, the judge server is SIGSTOPped: it still accepts connections (the
+  kernel's backlog) and never replies, so step 7's games wait on it; it is let go once the run restarted;
+- attempts 7 and 8: step 8's update holds in both (nothing releases it), so the restart did not move the run on and
+  the watchdog ends it with exit status 7.
 A stall is seen within its limit plus a poll, leaves a record with the stacks of every process of the run, is said
 with what the run waits for, and its attempt is stopped; a killed actor ends its attempt within 60 s, naming it and
-the intact checkpoint (launcher/failures/dead_actors.py). Attempt 6 ends the run: every step once in `metrics.jsonl`.
-The judge that never replies and the hold that comes back in every attempt need runs of their own
-(tests/e2e/test_watchdog_cpu.py). `long`: six starts of verl (docs/testing.md).
+the intact checkpoint (launcher/failures/dead_actors.py). Steps 1-7 are in `metrics.jsonl` once each. `long`: eight
+starts of verl (docs/testing.md).
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from held_runs import (
     gone,
     hang_records,
     held_pid,
+    judge_server,
     process_with_title,
     ray_actor_process,
     restart_events,
@@ -51,14 +56,16 @@ from held_runs import (
 )
 from watchdog_limits import SEEN_WITHIN_S
 
+from medical_team.run.failures import REPEATED_FAILURE_EXIT
 from medical_team.run_folder.checkpoint_folder import read_tracker
 
-STEPS = 6
-STARTS = 6  # the first attempt and a restart after each of five faults
+STEPS = 8
+STARTS = 8  # the first attempt, a restart after each of six faults, and the repeated hold's one restart
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long, pytest.mark.timeout(STARTS * train_timeout_s(STEPS) + 300)]
 KILL_TO_EXIT_S = 60  # what an attempt may take from an actor's kill to its exit
 KILLED = {"vLLMHttpServer": ("the rollout server", 4), "AgentLoopWorker": ("an agent-loop worker", 5)}
+JUDGED_AT = 6  # the step whose games are judged when the judge server is stopped
 
 
 @dataclass(frozen=True)
@@ -86,39 +93,61 @@ class FaultRun:
 
 @pytest.fixture(scope="module")
 def faults(tmp_path_factory: pytest.TempPathFactory) -> FaultRun:
-    """The run of the module, driven through its five faults."""
+    """The run of the module, driven through its seven faults."""
     root = tmp_path_factory.mktemp("faults")
     data_dir = tmp_path_factory.mktemp("faults-data") / "data"
     convert(data_dir)
-    files = {name: root / "holds" / name for name in ("update", "rollout", "advantage")}
+    files = {name: root / "holds" / name for name in ("update", "rollout", "advantage", "judged", "repeat")}
     holds = ",".join(
         f"{phase}@{step}:{files[name]}:{files[name]}.release"
-        for name, phase, step in (("update", "update_actor", 2), ("rollout", "rollout", 3), ("advantage", "advantage", 4))
+        for name, phase, step in (
+            ("update", "update_actor", 2),
+            ("rollout", "rollout", 3),
+            ("advantage", "advantage", 4),
+            ("judged", "advantage", JUDGED_AT),
+            ("repeat", "update_actor", STEPS),  # never released
+        )
     )
-    run = start(root, data_dir, holds, STEPS, STARTS, "medplay.watchdog.max_restarts=1")
     checkpoints = root / "checkpoints"
     killed: dict[str, Killed] = {}
-    try:
-        fsdp_worker = held_pid(wait_for_held(files["update"], run, root, STEPS))
-        os.kill(fsdp_worker, signal.SIGSTOP)  # inside step 2's update: the trainer waits on it for good
-        release(files["update"])  # the next attempt's step 2 passes at once
-        wait_for_held(files["rollout"], run, root, STEPS)  # attempt 2's server holds a request of step 3
-        os.kill(process_with_title(root, "VLLM::EngineCore").pid, signal.SIGSTOP)
-        release(files["rollout"])
-        trainer = held_pid(wait_for_held(files["advantage"], run, root, STEPS))
-        wait_for_restarts(3, run, root, STEPS)  # nothing ends the sleep: the watchdog must
-        release(files["advantage"])
-        for restarts, (class_part, (_role, after_step)) in enumerate(KILLED.items(), start=4):
-            wait_for_verified(after_step, run, root, STEPS)
-            victim = ray_actor_process(psutil.Process(run.pid), class_part)
-            victim.kill()
-            killed_at = time.monotonic()
-            wait_until(lambda n=restarts: len(restart_events(root)) >= n, run, root, f"restart {restarts}", KILL_TO_EXIT_S)
-            exit_s = time.monotonic() - killed_at
-            killed[class_part] = Killed(victim.pid, after_step, exit_s, read_tracker(checkpoints), committed(root))
-    finally:
-        status, err = finish(run, root, train_timeout_s(STEPS) * STARTS)
+    with judge_server() as (judge, url):
+        run = start(
+            root, data_dir, holds, STEPS, STARTS, "medplay.watchdog.max_restarts=1",
+            "medplay.judge.backend=http", f"medplay.judge.url={url}", "medplay.judge.timeout_s=900",
+        )  # fmt: skip
+        try:
+            fsdp_worker = held_pid(wait_for_held(files["update"], run, root, STEPS))
+            os.kill(fsdp_worker, signal.SIGSTOP)  # inside step 2's update: the trainer waits on it for good
+            release(files["update"])  # the next attempt's step 2 passes at once
+            wait_for_held(files["rollout"], run, root, STEPS)  # attempt 2's server holds a request of step 3
+            os.kill(process_with_title(root, "VLLM::EngineCore").pid, signal.SIGSTOP)
+            release(files["rollout"])
+            trainer = held_pid(wait_for_held(files["advantage"], run, root, STEPS))
+            wait_for_restarts(3, run, root, STEPS)  # nothing ends the sleep: the watchdog must
+            release(files["advantage"])
+            for restarts, (class_part, (_role, after_step)) in enumerate(KILLED.items(), start=4):
+                wait_for_verified(after_step, run, root, STEPS)
+                victim = ray_actor_process(psutil.Process(run.pid), class_part)
+                victim.kill()
+                killed_at = time.monotonic()
+                restarted = lambda n=restarts: len(restart_events(root)) >= n
+                wait_until(restarted, run, root, f"restart {restarts}", KILL_TO_EXIT_S)
+                exit_s = time.monotonic() - killed_at
+                killed[class_part] = Killed(victim.pid, after_step, exit_s, read_tracker(checkpoints), committed(root))
+            # attempt 6's trainer, in step 6's advantage (a hold written by attempt 5 names a process that is gone)
+            wait_until(lambda: live_hold(files["judged"]), run, root, "attempt 6's judged hold", train_timeout_s(STEPS))
+            judge.send_signal(signal.SIGSTOP)
+            release(files["judged"])
+            wait_for_restarts(6, run, root, STEPS)
+            judge.send_signal(signal.SIGCONT)  # the next attempt finds it answering
+        finally:
+            status, err = finish(run, root, train_timeout_s(STEPS) * STARTS)
     return FaultRun(root, status, err, fsdp_worker, trainer, killed)
+
+
+def live_hold(held: Path) -> bool:
+    """A hold's file is there and the process that wrote it still runs."""
+    return held.exists() and not gone(held_pid(held.read_text()))
 
 
 def committed(root: Path) -> list[int]:
@@ -132,12 +161,41 @@ def release(held: Path) -> None:
     held.with_name(f"{held.name}.release").touch()
 
 
-def test_the_run_reaches_its_last_step_through_five_faults_every_step_once(faults: FaultRun) -> None:
-    assert faults.status == 0, faults.err[-5000:]
-    assert committed(faults.root) == list(range(1, STEPS + 1))
+def test_every_step_but_the_held_one_once_through_six_restarts_then_the_repeated_hold_ends_the_run(
+    faults: FaultRun,
+) -> None:
+    assert faults.status == REPEATED_FAILURE_EXIT, faults.err[-5000:]
+    assert committed(faults.root) == list(range(1, STEPS))
     events = restart_events(faults.root)
-    assert [(event["attempt"], event["verified_step"]) for event in events] == [(2, 1), (3, 2), (4, 3), (5, 4), (6, 5)]
-    assert sorted(hang_records(faults.root)) == [("advantage", 4, 3), ("generation", 3, 2), ("update", 2, 1)]
+    assert [(event["attempt"], event["verified_step"]) for event in events] == [(n + 1, n) for n in range(1, STEPS)]
+    assert sorted(hang_records(faults.root)) == [
+        ("advantage", 4, 3),
+        ("generation", 3, 2),
+        ("generation", 7, 6),
+        ("update", 2, 1),
+        ("update", 8, 7),
+        ("update", 8, 8),
+    ]
+
+
+def test_a_hold_that_comes_back_after_the_restart_ends_the_run_with_its_own_status(faults: FaultRun) -> None:
+    last = faults.err.strip().splitlines()[-1]
+    assert f"1 restart(s) in a row did not move the run past global_step_{STEPS - 1}" in last
+    assert "it keeps stopping in update" in last and f"exit status {REPEATED_FAILURE_EXIT}" in last
+    for attempt in (STEPS - 1, STEPS):
+        _record, stall = hang_records(faults.root)["update", STEPS, attempt]
+        assert stall["limit_s"] <= stall["seconds"] <= stall["limit_s"] + SEEN_WITHIN_S
+
+
+def test_a_judge_that_accepts_and_never_replies_is_seen_and_the_run_restarted(faults: FaultRun) -> None:
+    step = JUDGED_AT + 1
+    record, stall = hang_records(faults.root)["generation", step, JUDGED_AT]
+    assert stall["limit_s"] <= stall["seconds"] <= stall["limit_s"] + SEEN_WITHIN_S
+    assert_every_process_recorded(record, stall)
+    assert "call_judge" in stacks_of(record, "agent_loop_worker")  # a game's thread, waiting on the judge
+    said = [line for line in faults.err.splitlines() if f"step {step} has been in generation for" in line]
+    assert said and "waiting for the agent-loop workers' games" in said[0], faults.err[-5000:]
+    assert f"restarting from global_step_{JUDGED_AT}" in faults.err
 
 
 def test_a_stopped_fsdp_worker_is_seen_recorded_and_the_run_restarted(faults: FaultRun) -> None:

@@ -105,6 +105,15 @@ def test_a_failure_that_repeats_ends_with_its_own_status(tmp_path: Path, capfd: 
     assert "it keeps stopping in update" in last and f"exit status {REPEATED_FAILURE_EXIT}" in last
 
 
+def test_a_failure_that_repeats_before_any_checkpoint_says_so(tmp_path: Path, capfd: pytest.CaptureFixture) -> None:
+    assert watch(watched(tmp_path, "sleep", step=1, attempts=99, max_restarts=1)) == REPEATED_FAILURE_EXIT
+    assert not (tmp_path / "checkpoints" / "metrics.jsonl").exists()
+    assert len(list((tmp_path / "hangs").iterdir())) == 2
+    last = capfd.readouterr().err.strip().splitlines()[-1]
+    assert "1 restart(s) in a row did not move the run past no checkpoint" in last
+    assert "it keeps stopping in update" in last
+
+
 def test_no_restart_when_max_restarts_is_0(tmp_path: Path) -> None:
     """A crash keeps its own status; a stall ends with the watchdog's, after its record."""
     assert watch(watched(tmp_path / "crash", "exit", max_restarts=0)) == 1
