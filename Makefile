@@ -33,7 +33,7 @@ PYTEST := PYTHONPATH=tests $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 test: $(STAMP)
 	$(PYTEST) -m "not long"
 
-# Every test, the long end-to-end runs included (59 minutes on 2 cores with the install, 2026-12-03, docs/testing.md):
+# Every test, the long end-to-end runs included (53-59 minutes on 2 cores with the install, 2026-12-03, docs/testing.md):
 # before an issue is resolved; CI's gate (.ci/run) once under 45 (docs/testing.md). The report's browser tests need
 # chromium: a missing one fails them here instead of skipping them.
 test-all: $(STAMP) browser

@@ -1,5 +1,6 @@
 """Helpers for end-to-end tests of real cpu-smoke runs that a test holds in a phase (medical_team/run/phase_hold.py)
-and that the watchdog sees, records and restarts (tests/e2e/test_faults_cpu.py)."""
+and that the watchdog sees, records and restarts (tests/e2e/test_faults_cpu.py), and the judge server a test stops
+(tests/e2e/test_judge_outage.py too)."""
 
 from __future__ import annotations
 

@@ -12,18 +12,15 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
-
-from medical_team.launcher.judge.served_judge_plan import free_port
+from cpu_smoke import MEDPLAY
+from held_runs import judge_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.long]
 
-MEDPLAY = str(Path(sys.executable).with_name("medplay"))
 FAILURE_LIMIT = 5
 RUN_TIMEOUT_S = 600  # a hang guard, not a speed target
 
@@ -45,34 +42,20 @@ def wait_until(condition, timeout_s: float, what: str) -> None:
 
 def test_a_dead_judge_gives_counted_ties_then_stops_the_run(tmp_path: Path) -> None:
     subprocess.run([MEDPLAY, "convert", "--output", str(tmp_path / "data")], check=True, capture_output=True)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    judge = subprocess.Popen([MEDPLAY, "judge", "serve", "--port", str(port)], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)  # fmt: skip
-
-    def judge_healthy() -> bool:
-        try:
-            return httpx.get(f"{url}/health", timeout=1).status_code == 200
-        except httpx.HTTPError:
-            return False
-
     metrics_file = tmp_path / "run" / "checkpoints" / "metrics.jsonl"
-    command = [
-        "timeout", "--kill-after=30", str(RUN_TIMEOUT_S), MEDPLAY, "train", "profile=cpu-smoke",
-        f"medplay.output_dir={tmp_path / 'run'}", f"medplay.data_dir={tmp_path / 'data'}",
-        "trainer.total_training_steps=12", "medplay.judge.backend=http", f"medplay.judge.url={url}",
-        "medplay.judge.attempts=2", f"medplay.judge.max_consecutive_failures={FAILURE_LIMIT}",
-        "medplay.watchdog.max_restarts=0",  # the outage's own exit, not the watchdog's restarts (tests/watchdog/)
-    ]  # fmt: skip
-    try:
-        wait_until(judge_healthy, 60, "the judge server")
+    with judge_server() as (judge, url):
+        command = [
+            "timeout", "--kill-after=30", str(RUN_TIMEOUT_S), MEDPLAY, "train", "profile=cpu-smoke",
+            f"medplay.output_dir={tmp_path / 'run'}", f"medplay.data_dir={tmp_path / 'data'}",
+            "trainer.total_training_steps=12", "medplay.judge.backend=http", f"medplay.judge.url={url}",
+            "medplay.judge.attempts=2", f"medplay.judge.max_consecutive_failures={FAILURE_LIMIT}",
+            "medplay.watchdog.max_restarts=0",  # the outage's own exit, not the watchdog's restarts (tests/watchdog/)
+        ]  # fmt: skip
         train = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         wait_until(lambda: 1 in logged_steps(metrics_file) or train.poll() is not None, RUN_TIMEOUT_S, "step 1")
         judge.send_signal(signal.SIGTERM)
         judge.wait(timeout=60)
         _, stderr = train.communicate(timeout=RUN_TIMEOUT_S)
-    finally:
-        judge.kill()
 
     steps = logged_steps(metrics_file)
     assert train.returncode == 1, stderr[-4000:]
