@@ -29,6 +29,12 @@ class ClaimedPort:
 
     port: int
     lock: IO[str]
+    end: int  # the end of the range it was claimed from: the ports after it are the fallbacks on another host
+
+    @property
+    def ports(self) -> range:
+        """The claimed port and the rest of its range."""
+        return range(self.port, self.end)
 
 
 def first_ephemeral_port(range_file: Path = EPHEMERAL_RANGE_FILE) -> int:
@@ -60,7 +66,7 @@ def claim_port(candidates: range, lock_dir: Path = LOCK_DIR) -> ClaimedPort | No
             lock.close()
             continue
         if bindable(port):
-            return ClaimedPort(port, lock)
+            return ClaimedPort(port, lock, candidates.stop)
         lock.close()
     return None
 
@@ -84,16 +90,15 @@ def claim_rendezvous_port() -> ClaimedPort | None:
     return claimed
 
 
-def worker_group_class(first_port: int) -> type[Any]:
-    """verl's `RayWorkerGroup` whose rank 0 listens on `first_port`, or the next of `rendezvous_ports()` it can bind."""
-    end = rendezvous_ports().stop  # verl scans [first, end)
+def worker_group_class(ports: range) -> type[Any]:
+    """verl's `RayWorkerGroup` whose rank 0 listens on the first port of `ports` that its host can bind."""
     from verl.single_controller.ray import RayWorkerGroup
 
     class RendezvousWorkerGroup(RayWorkerGroup):  # type: ignore[misc]
         """verl's worker group with the port range verl scans for torch's rendezvous set."""
 
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            kwargs.setdefault("master_port_range", [first_port, end])
+            kwargs.setdefault("master_port_range", [ports.start, ports.stop])  # verl scans [start, stop)
             super().__init__(*args, **kwargs)
 
     return RendezvousWorkerGroup

@@ -63,7 +63,7 @@ class VerlTaskRunner(TaskRunnerV1.__ray_actor_class__):  # type: ignore[name-def
         verl_run.__func__.__globals__["pprint"] = print_redacted
         claimed = claim_rendezvous_port()  # its lock is held until this attempt's run returns or its process dies
         if claimed is not None:
-            trainer_base.RayWorkerGroup = worker_group_class(claimed.port)
+            trainer_base.RayWorkerGroup = worker_group_class(claimed.ports)
         try:
             verl_run(config)
         finally:

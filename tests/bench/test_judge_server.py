@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from medical_team.bench.commands import medplay_here
+from medical_team.bench.judge_drive import slope
 
 pytestmark = [pytest.mark.slow, pytest.mark.long]
 
@@ -30,9 +31,9 @@ def test_the_benchmark_runs_every_part_and_checks_every_verdict(tmp_path: Path) 
     assert [point["in_flight"] for point in rules["sweep"]] == [1, 4] and rules["soak"]["calls"] == 400
     rss = rules["soak"]["rss"]
     after_warmup = [(calls, mib) for _, calls, mib in rss["series"] if calls >= rss["warmup_calls"]]
-    # A slope needs three samples after warm-up at two call counts or more; the 300 calls after warm-up can all end
-    # between two samples 0.5 s apart (seen on a fresh clone), and then there is none.
-    fits = len(after_warmup) >= 3 and len({calls for calls, _ in after_warmup}) >= 2
+    # The 300 calls after warm-up can all end between two samples 0.5 s apart (seen on a fresh clone), leaving too
+    # few samples for the bench's slope (`judge_drive.slope`), and then there is none.
+    fits = slope(after_warmup) is not None
     assert rss["series"] and (rss["slope_mib_per_10000_calls"] is not None) == fits
     assert rules["bursts"]["calls"] == 3 * 16 and rules["server"]["exit_status"] == 0
     assert model["ledger"]["games"] == 2 + 2 * 3 + 16 == model["ledger"]["answered_once"]

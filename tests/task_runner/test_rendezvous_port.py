@@ -86,12 +86,12 @@ WORKER_GROUP = textwrap.dedent(
         def rendezvous_port(self):
             return os.environ["MASTER_PORT"]
 
-    first = int(sys.argv[1])
+    first, end = int(sys.argv[1]), int(sys.argv[2])
     ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     with socket.socket() as busy:  # the first port is taken on this host: verl's scan moves on to the next
         busy.bind(("", first))
         busy.listen()
-        group = worker_group_class(first)(
+        group = worker_group_class(range(first, end))(
             resource_pool=RayResourcePool(process_on_nodes=[2], use_gpu=False, max_colocate_count=1),
             ray_cls_with_init=RayClassWithInitArgs(cls=ray.remote(PortReader)),
             device_name="cpu",
@@ -108,7 +108,7 @@ def test_verls_worker_group_gives_every_rank_the_first_port_it_can_bind_from_the
     assert claimed is not None
     try:
         done = subprocess.run(
-            [sys.executable, "-c", WORKER_GROUP, str(claimed.port)],
+            [sys.executable, "-c", WORKER_GROUP, str(claimed.port), str(claimed.ports.stop)],
             check=False,
             capture_output=True,
             text=True,
