@@ -16,9 +16,9 @@ from pathlib import Path
 import httpx
 import psutil
 from cpu_smoke import MEDPLAY, train_command, train_timeout_s
+from processes import free_port
 from watchdog_limits import WATCHDOG
 
-from medical_team.launcher.judge.served_judge_plan import free_port
 from medical_team.run.phase_hold import HOLD_ENV
 from medical_team.run.run_key import RUN_FOLDER_ENV
 from medical_team.run.watchdog_files import EVENTS_NAME, WATCHDOG_FOLDER

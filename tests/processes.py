@@ -4,24 +4,23 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import psutil
 
+from medical_team.run.port_claim import hold_port, hold_ports
+
+
+def free_port() -> int:
+    """A port claimed on the host for a test's server, held until the test process exits (no other claim takes it)."""
+    return hold_port("a test's server")
+
 
 def free_ports(count: int) -> list[int]:
-    """Ports nothing listens on right now (held open together so they differ)."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
+    """`count` different ports claimed as `free_port` claims one."""
+    return hold_ports(count, "a test's servers")
 
 
 def sigterm_once_ready(folder: Path, reason: str, setup: str = "", context: str = "contextlib.nullcontext()"):

@@ -68,4 +68,4 @@ class VerlTaskRunner(TaskRunnerV1.__ray_actor_class__):  # type: ignore[name-def
             verl_run(config)
         finally:
             if claimed is not None:
-                claimed.lock.close()
+                claimed.release()

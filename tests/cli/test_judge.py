@@ -11,17 +11,12 @@ import time
 import httpx
 import pytest
 from judge_helpers import HTTP, make_request, wire
+from processes import free_port
 
 from medical_team.cli import main
 from medical_team.data.records import GameSeed
 
 MEDPLAY = [sys.executable, "-c", "import sys; from medical_team.cli import main; sys.exit(main(sys.argv[1:]))"]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _wait_ready(url: str, process: subprocess.Popen) -> None:
@@ -38,7 +33,7 @@ def _wait_ready(url: str, process: subprocess.Popen) -> None:
 
 
 def test_serve_answers_and_exits_0_on_sigterm(harmful: GameSeed) -> None:
-    port = _free_port()
+    port = free_port()
     args = ["judge", "serve", "--backend", "rules", "--port", str(port)]
     process = subprocess.Popen([*MEDPLAY, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 from cpu_smoke import TRAIN_TIMEOUT_S, convert, train_command
+from processes import free_port
 
 from medical_team.launcher.judge.served_judge import LOG_NAME
 from medical_team.launcher.judge.served_judge_command import MODEL_KNOB
-from medical_team.launcher.judge.served_judge_plan import free_port
 from medical_team.launcher.judge.served_judge_process import START_UP
 from medical_team.run.failures import JUDGE_FAILED_EXIT
 from medical_team.run.judge_wait_lines import WAIT_MARK

@@ -12,9 +12,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from processes import free_port
+
 from medical_team.judge.settings import packaged_judge_settings
 from medical_team.launcher.judge.served_judge_command import vllm_command
-from medical_team.launcher.judge.served_judge_plan import free_port
 from medical_team.launcher.judge.served_judge_process import JudgeServer
 from medical_team.run.shm_segments import remove_orphaned_segments, shm_segments
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import os
-import socket
 import sys
 from pathlib import Path
 
@@ -30,21 +29,17 @@ OLD_LOG_PROB_NOISE = 0.3
 ENTROPY_COEFF = 0.01
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def single_rank_environment() -> None:
     """What verl's Ray worker group would give rank 0 of 1, plus the cpu-smoke profile's platform variables."""
+    from medical_team.run.port_claim import hold_port
+
     os.environ.update(
         RANK="0",
         WORLD_SIZE="1",
         LOCAL_RANK="0",
         LOCAL_WORLD_SIZE="1",
         MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(_free_port()),
+        MASTER_PORT=str(hold_port("the process group of one rank")),
         VERL_PLATFORM="cpu",
         VERL_ENGINE_DEVICE="cuda",
         OMP_NUM_THREADS="1",

@@ -6,12 +6,12 @@ config; a judge model that is not on this machine stops the run there, naming th
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
 from typing import Any
 
 from medical_team.common.errors import UserInputError
 from medical_team.judge.settings import JudgeSettings
+from medical_team.run.port_claim import hold_port
 
 
 def resolve_judge_model(model: str) -> Path:
@@ -42,11 +42,9 @@ def _hub_id(model: str) -> str:
     return "/".join(parts[-2:]) if len(parts) >= 2 else model
 
 
-def free_port() -> int:
-    """A loopback port nobody listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def served_judge_port() -> int:
+    """A port for the judge's server, claimed on the host and held by this process (the launcher) while it runs."""
+    return hold_port("the judge's vLLM server")
 
 
 def served_url(port: int) -> str:
@@ -63,6 +61,6 @@ def served_judge_address(judge: JudgeSettings) -> dict[str, Any]:
     if not judge.kind.served_here:
         return {}
     return {
-        "medplay.judge.url": served_url(judge.serve.port or free_port()),
+        "medplay.judge.url": served_url(judge.serve.port or served_judge_port()),
         "medplay.judge.model": str(resolve_judge_model(judge.model or "")),
     }

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib.resources
 import os
 import shutil
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ from medical_team.configs import PROFILE_GROUP
 from medical_team.launcher.config.compose import CONFIG_MODULE, compose_config
 from medical_team.launcher.environment import apply_environment, runtime_env_vars
 from medical_team.launcher.preparation import check_data, check_model, prepare_model, save_config
+from medical_team.run.port_claim import hold_port
 from medical_team.run.verl_version import check_verl_version
 from medical_team.run_folder.checkpoint_folder import last_checkpoint
 from medical_team.run_folder.run_lock import hold_run_lock, release_run_lock
@@ -70,13 +70,6 @@ def sft_paths(config: DictConfig) -> SftPaths:
     return SftPaths(output / MODEL_SUBDIR, output / METRICS_FILE, Path(config.sft.trainer.default_local_dir))
 
 
-def _free_port() -> int:
-    """A TCP port nobody listens on now (for the one-rank process group's store)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def run_sft_trainer(sft_config: DictConfig) -> None:
     """verl's `run_sft` for one rank in this process; the process group comes from verl's Ray helper.
 
@@ -90,7 +83,7 @@ def run_sft_trainer(sft_config: DictConfig) -> None:
 
     for key, value in {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1"}.items():
         os.environ.setdefault(key, value)
-    os.environ.setdefault("MASTER_PORT", str(_free_port()))
+    os.environ.setdefault("MASTER_PORT", str(hold_port("SFT's process group")))
     if not torch.distributed.is_initialized():
         initialize_global_process_group_ray()
     try:

@@ -19,14 +19,13 @@ from pathlib import Path
 
 import pytest
 from judge_folders import served_judge_run
-from processes import sigterm_once_ready
+from processes import free_port, sigterm_once_ready
 
 from medical_team.agent_loop.judge_waits import JudgeWaits
 from medical_team.launcher.console.judge_wait_relay import JudgeWaitRelay
 from medical_team.launcher.failures.run_errors import failure_report
 from medical_team.launcher.judge import served_judge
 from medical_team.launcher.judge.served_judge_command import FATAL_LINES, MODEL_KNOB
-from medical_team.launcher.judge.served_judge_plan import free_port
 from medical_team.launcher.judge.served_judge_process import (
     SERVING,
     START_UP,

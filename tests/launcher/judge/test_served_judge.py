@@ -21,6 +21,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from judge_folders import medgemma_folder, served_judge_run
 from models_endpoint import models_server_code
+from processes import free_port
 
 from medical_team.agent_loop.judge_factory import judge_executor, selfplay_judge
 from medical_team.cli import main
@@ -33,7 +34,7 @@ from medical_team.judge.settings import packaged_judge_settings
 from medical_team.judge_server.serving import BackgroundServer
 from medical_team.launcher.failures.out_of_memory import out_of_memory
 from medical_team.launcher.judge.served_judge_command import vllm_command
-from medical_team.launcher.judge.served_judge_plan import free_port, resolve_judge_model
+from medical_team.launcher.judge.served_judge_plan import resolve_judge_model
 from medical_team.launcher.judge.served_judge_process import START_UP, JudgeServer
 from medical_team.run.failures import OUT_OF_MEMORY_EXIT, JudgeServerError
 from medical_team.run.judge_server_ready import answers, wait_until_served
@@ -249,7 +250,7 @@ def test_the_judges_server_starts_beside_the_trainer_and_is_awaited_at_the_first
         "if not go.exists(): sys.exit(9)\n"
     ) + models_server_code(port, tmp_path)
     monkeypatch.setattr(served_judge, "vllm_command", lambda *args, **kwargs: [sys.executable, "-c", held])
-    monkeypatch.setattr(served_judge_plan, "free_port", lambda: port)
+    monkeypatch.setattr(served_judge_plan, "served_judge_port", lambda: port)
     run = served_judge_run(tmp_path)
     config = run.config
     with served_judge.serve_judge(run) as server:
@@ -295,7 +296,7 @@ def test_on_a_gpu_the_judge_server_starts_with_the_plans_kv_bytes_and_its_own_co
         return [sys.executable, "-c", stand_in, "VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"]
 
     monkeypatch.setattr(served_judge, "vllm_command", command)
-    monkeypatch.setattr(served_judge_plan, "free_port", lambda: port)
+    monkeypatch.setattr(served_judge_plan, "served_judge_port", lambda: port)
     run = plan_run(["profile=80g", *overrides], total_gib=79.2)  # what `medplay train` does before Ray
     config = run.config
     with served_judge.serve_judge(run) as server:

@@ -16,6 +16,7 @@ import pytest
 from judge_folders import medgemma_folder
 from models_endpoint import models_server_code
 from omegaconf import DictConfig
+from processes import free_port
 from verl.trainer.ppo.utils import need_critic, need_reference_policy
 from verl.utils.config import validate_config
 
@@ -23,7 +24,6 @@ from medical_team.common.errors import UserInputError
 from medical_team.hardware.host_facts import GpuFacts
 from medical_team.launcher.config.compose import available_profiles, compose_config
 from medical_team.launcher.config.verl_keys import check_config
-from medical_team.launcher.judge.served_judge_plan import free_port
 from medical_team.launcher.plan.run_plan import RunPlan, derive_run_plan, plan_run, planned_config
 from medical_team.plugin.cpu.patches import patch_vllm_version_lookup
 from medical_team.run.settings import SelfPlaySettings
@@ -183,7 +183,7 @@ def test_the_judges_server_is_started_with_its_gpu(count, device, tmp_path, judg
     stand_in = "import os; print('devices', os.environ.get('CUDA_VISIBLE_DEVICES'), flush=True)\n"
     stand_in += models_server_code(port, tmp_path)
     monkeypatch.setattr(served_judge, "vllm_command", lambda *args, **kwargs: [sys.executable, "-c", stand_in])
-    monkeypatch.setattr(served_judge_plan, "free_port", lambda: port)
+    monkeypatch.setattr(served_judge_plan, "served_judge_port", lambda: port)
     run = plan_run(["profile=80g", judge, f"medplay.output_dir={tmp_path}"], gpus=gpus(count))
     assert served_judge.judge_environment(run).get(RAY_VISIBLE) == device
     with served_judge.serve_judge(run) as server:
